@@ -1,0 +1,1 @@
+"""Certificates: the writer (producer side) and the small independent checker."""

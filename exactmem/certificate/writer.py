@@ -1,0 +1,103 @@
+"""Certificate writer (format v1, ``docs/certificate.md``): the untrusted producer's side.
+
+The writer serialises what a construction built and what the fast engine computed; it
+decides nothing. Files are written atomically (temporary file, then rename), so an
+interrupted run never leaves a partial certificate that looks complete.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+from ..data.dataset import Dataset, dataset_to_json
+from ..model.layers import Model
+from ..model.serialize import model_to_json
+from ..numbers import format_rational, to_rational
+from .checker import canonical_hash
+
+FORMAT = "exactmem-certificate"
+VERSION = 1
+OPS = ("==", "<=", ">=", "<", ">")
+QUANTITIES = ("n_params", "n_nonzero", "width", "relu_depth", "attention_layers", "depth", "max_bits",
+              "total_bits", "n_examples")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A size claim of a theorem: ``quantity op bound`` (bound computed exactly from the paper)."""
+
+    quantity: str
+    op: str
+    bound: Any
+    source: str = ""
+
+    def __post_init__(self):
+        if self.quantity not in QUANTITIES:
+            raise ValueError(f"unknown claim quantity {self.quantity!r}; known: {', '.join(QUANTITIES)}")
+        if self.op not in OPS:
+            raise ValueError(f"unknown claim operator {self.op!r}")
+        object.__setattr__(self, "bound", to_rational(self.bound))
+
+    def to_json(self) -> Dict[str, str]:
+        return {"quantity": self.quantity, "op": self.op, "bound": format_rational(self.bound), "source": self.source}
+
+    def __str__(self) -> str:
+        return f"{self.quantity} {self.op} {format_rational(self.bound)}"
+
+
+def _output_json(model: Model, out) -> Any:
+    if out is None:
+        return None
+    if model.decode == "argmax":
+        return out
+    if model.readout == "all":
+        return [[format_rational(x) for x in col] for col in out]
+    return [format_rational(x) for x in out]
+
+
+def build_certificate(theorem: str, instance: str, seed: Optional[int], model: Model, dataset: Dataset,
+                      outputs: List[Any], claims: List[Claim], error_bound=None, max_precision: int = 4096,
+                      meta: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Assemble a certificate document (dict) and stamp its content hash."""
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "theorem": theorem,
+        "instance": instance,
+        "seed": seed,
+        "model": model_to_json(model),
+        "dataset": dataset_to_json(dataset, model.decode),
+        "outputs": [_output_json(model, o) for o in outputs],
+        "claims": [c.to_json() for c in claims],
+        "check": {"error_bound": format_rational(error_bound) if error_bound is not None else None,
+                  "max_precision": int(max_precision)},
+        "meta": dict(meta or {}),
+    }
+    doc["hash"] = canonical_hash(doc)
+    return doc
+
+
+def write_certificate(doc: Dict[str, Any], path: str) -> str:
+    """Write ``doc`` to ``path`` (gzip if it ends in .gz) atomically; return the path."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    data = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".partial-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if path.endswith(".gz"):
+                with gzip.GzipFile(fileobj=f, mode="wb", mtime=0) as g:
+                    g.write(data)
+            else:
+                f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path

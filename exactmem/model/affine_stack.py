@@ -1,0 +1,230 @@
+"""Exact batched evaluation of stacks of token-wise affine maps with ReLU.
+
+Every token-wise layer of the models (``affine``, ``feedforward``, ``embed`` after lookup)
+is a composition of *steps* ``H ↦ ρ(W H + b 1ᵀ)`` where ρ applies ReLU to a chosen subset of
+rows (a feed-forward layer with residual keeps the carried rows linear). A batch is a matrix
+with one column per token (all tokens of all sequences side by side).
+
+Values are held as :class:`ScaledInts`: an integer matrix and one positive common
+denominator. Steps are applied in *homogeneous coordinates*: the batch gets an extra row
+equal to the denominator, and a step is the integer matrix ``[[D·W, D·b], [0, D]]`` with D
+the step's common denominator. ReLU leaves that row alone because it is positive, so a
+whole step is one exact integer matrix product followed by a row-masked ReLU.
+
+Backends: ``"flint"`` (python-flint ``fmpz_mat`` products), ``"fraction"`` (plain Python,
+the slow reference), and ``"limbs"`` when available (see ``limbs.py``). ``"auto"`` picks
+the fastest one that applies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from math import gcd
+from typing import List, Optional, Sequence, Tuple
+
+from ..numbers import lcm_of_denominators
+
+
+@dataclass(frozen=True)
+class AffineStep:
+    """One step ``H ↦ ρ(W H + b)``; ``relu_rows[i]`` says whether row i goes through ReLU."""
+
+    W: Tuple[Tuple[Fraction, ...], ...]
+    b: Tuple[Fraction, ...]
+    relu_rows: Tuple[bool, ...]
+
+    @property
+    def m_out(self) -> int:
+        return len(self.W)
+
+    @property
+    def m_in(self) -> int:
+        return len(self.W[0]) if self.W else 0
+
+    @staticmethod
+    def make(W: Sequence[Sequence[Fraction]], b: Optional[Sequence[Fraction]], relu) -> "AffineStep":
+        """Build a step; ``relu`` is a bool (all rows) or a per-row sequence of bools."""
+        Wt = tuple(tuple(Fraction(x) for x in row) for row in W)
+        m_out = len(Wt)
+        bt = tuple(Fraction(x) for x in b) if b is not None else (Fraction(0),) * m_out
+        if len(bt) != m_out:
+            raise ValueError(f"bias has length {len(bt)}, expected {m_out}")
+        if isinstance(relu, bool):
+            rr = (relu,) * m_out
+        else:
+            rr = tuple(bool(r) for r in relu)
+        if len(rr) != m_out:
+            raise ValueError("relu mask length does not match the output dimension")
+        return AffineStep(Wt, bt, rr)
+
+    def integer_form(self) -> Tuple[int, List[List[int]], List[int]]:
+        """(D, D·W, D·b) with D the least common denominator of all entries."""
+        D = lcm_of_denominators([x for row in self.W for x in row] + list(self.b))
+        Wi = [[int(x * D) for x in row] for row in self.W]
+        bi = [int(x * D) for x in self.b]
+        return D, Wi, bi
+
+
+@dataclass
+class ScaledInts:
+    """An exact rational matrix stored as integer rows over one common denominator."""
+
+    rows: List[List[int]]
+    den: int = 1
+
+    @property
+    def shape(self) -> Tuple[int, int]:
+        return (len(self.rows), len(self.rows[0]) if self.rows else 0)
+
+    @staticmethod
+    def from_fractions(rows: Sequence[Sequence[Fraction]]) -> "ScaledInts":
+        D = lcm_of_denominators(x for row in rows for x in row)
+        return ScaledInts([[int(Fraction(x) * D) for x in row] for row in rows], D)
+
+    def to_fractions(self) -> List[List[Fraction]]:
+        D = self.den
+        if D == 1:
+            return [[Fraction(x) for x in row] for row in self.rows]
+        return [[Fraction(x, D) for x in row] for row in self.rows]
+
+    def reduced(self) -> "ScaledInts":
+        """Divide numerators and denominator by their common gcd."""
+        g = self.den
+        for row in self.rows:
+            for x in row:
+                if g == 1:
+                    return self
+                g = gcd(g, x)
+        if g == 1:
+            return self
+        return ScaledInts([[x // g for x in row] for row in self.rows], self.den // g)
+
+
+@dataclass
+class StackResult:
+    out: ScaledInts
+    trace: List[ScaledInts] = field(default_factory=list)
+    backend: str = ""
+
+
+def _check_shapes(steps: Sequence[AffineStep], m_in: int) -> None:
+    m = m_in
+    for i, st in enumerate(steps):
+        if st.m_in != m:
+            raise ValueError(f"step {i} expects {st.m_in} input rows, got {m}")
+        m = st.m_out
+
+
+def run_stack_fraction(steps: Sequence[AffineStep], X: ScaledInts, trace: bool = False) -> StackResult:
+    """Reference backend: plain Python rationals, one entry at a time (slow, obviously right)."""
+    _check_shapes(steps, X.shape[0])
+    H = X.to_fractions()
+    T = X.shape[1]
+    tr = []
+    for st in steps:
+        out = []
+        for i, row in enumerate(st.W):
+            bi = st.b[i]
+            vals = []
+            for t in range(T):
+                s = bi
+                for j, w in enumerate(row):
+                    if w:
+                        s += w * H[j][t]
+                if st.relu_rows[i] and s < 0:
+                    s = Fraction(0)
+                vals.append(s)
+            out.append(vals)
+        H = out
+        if trace:
+            tr.append(ScaledInts.from_fractions(H))
+    return StackResult(ScaledInts.from_fractions(H), tr, "fraction")
+
+
+def _homogeneous_flint(st: AffineStep):
+    from flint import fmpz_mat
+
+    D, Wi, bi = st.integer_form()
+    m_in = st.m_in
+    rows = [Wi[i] + [bi[i]] for i in range(st.m_out)]
+    rows.append([0] * m_in + [D])
+    return fmpz_mat(rows), D
+
+
+def run_stack_flint(steps: Sequence[AffineStep], X: ScaledInts, trace: bool = False) -> StackResult:
+    """python-flint backend: one ``fmpz_mat`` product per step, ReLU on the row-major entries."""
+    from flint import fmpz_mat
+
+    _check_shapes(steps, X.shape[0])
+    m, T = X.shape
+    H = fmpz_mat([list(r) for r in X.rows] + [[X.den] * T]) if T else None
+    if T == 0:
+        return StackResult(ScaledInts([[] for _ in range(steps[-1].m_out if steps else m)], 1), [], "flint")
+    tr = []
+    for st in steps:
+        A, D = _homogeneous_flint(st)
+        Z = A * H
+        mo = st.m_out
+        if any(st.relu_rows):
+            e = Z.entries()
+            for i in range(mo):
+                if st.relu_rows[i]:
+                    base = i * T
+                    seg = e[base:base + T]
+                    e[base:base + T] = [x if x > 0 else 0 for x in seg]
+            Z = fmpz_mat(mo + 1, T, e)
+        if D != 1:
+            Z = _reduce_flint(Z, mo, T)
+        H = Z
+        if trace:
+            tr.append(_flint_to_scaled(H, mo, T))
+    return StackResult(_flint_to_scaled(H, steps[-1].m_out if steps else m, T), tr, "flint")
+
+
+def _reduce_flint(Z, mo: int, T: int):
+    """Divide out the gcd of all entries (keeps dyadic denominators from piling up)."""
+    from flint import fmpz, fmpz_mat
+
+    e = Z.entries()
+    g = fmpz(0)
+    for x in e:
+        g = g.gcd(x)
+        if g == 1:
+            return Z
+    if g <= 1:
+        return Z
+    return fmpz_mat(mo + 1, T, [x // g for x in e])
+
+
+def _flint_to_scaled(H, mo: int, T: int) -> ScaledInts:
+    e = [int(x) for x in H.entries()]
+    den = e[mo * T]
+    rows = [e[i * T:(i + 1) * T] for i in range(mo)]
+    return ScaledInts(rows, den).reduced()
+
+
+BACKENDS = {
+    "fraction": run_stack_fraction,
+    "flint": run_stack_flint,
+}
+
+
+def run_stack(steps: Sequence[AffineStep], X: ScaledInts, backend: str = "auto", trace: bool = False) -> StackResult:
+    """Evaluate the steps on the batch X exactly. ``backend``: auto | flint | limbs | fraction."""
+    if backend == "auto":
+        backend = _auto_backend(steps)
+    try:
+        fn = BACKENDS[backend]
+    except KeyError:
+        raise ValueError(f"unknown backend {backend!r}; choose from {sorted(BACKENDS)} or 'auto'") from None
+    return fn(steps, X, trace=trace)
+
+
+def _auto_backend(steps: Sequence[AffineStep]) -> str:
+    if "limbs" in BACKENDS:
+        from . import limbs  # noqa: F401
+
+        if limbs.applies(steps):
+            return "limbs"
+    return "flint"
