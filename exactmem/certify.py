@@ -14,6 +14,9 @@ from typing import Callable, List, Optional
 
 from .certificate.checker import Verdict, check_certificate, load_certificate
 from .certificate.writer import build_certificate, write_certificate
+from .data.dataset import DataError
+from .model.forward import InputError
+from .model.layers import ModelError
 from .model.forward import decode_output, forward
 from .model.measure import measure, paper_counts
 from .proof import Theorem, load_proof_file
@@ -48,7 +51,10 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
     """Build, evaluate, write and independently check one instance."""
     t0 = time.perf_counter()
     _progress(f"{prefix}{theorem.name} [{inst.name}] building ...", quiet)
-    built = theorem.build(dict(inst.params), seed)
+    try:
+        built = theorem.build(dict(inst.params), seed)
+    except (DataError, ModelError, InputError) as e:
+        raise type(e)(f"{theorem.name} [{inst.name}]: {e}") from e
     model, ds = built.model, built.dataset
     _progress(f"{prefix}{theorem.name} [{inst.name}] forward pass on {len(ds)} examples ...", quiet)
     res = forward(model, ds.inputs, backend=backend)

@@ -22,10 +22,16 @@ def _cmd_certify(args) -> int:
         if row.verdict != "CERTIFIED":
             print(f"  {row.theorem} [{row.instance}]: {row.verdict}: {row.message}", file=sys.stderr)
 
+    from .data.dataset import DataError
+    from .model.forward import InputError
+    from .model.layers import ModelError
+
     try:
         rows = certify_file(args.proof, out_dir=args.out, seed=args.seed, size=args.size, gzip_output=args.gzip,
                             backend=args.engine, quiet=args.quiet, only=args.only, on_row=show)
-    except ProofFileError as e:
+    except (ProofFileError, DataError, ModelError, InputError) as e:
+        if args.debug:
+            raise
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if not rows:
@@ -85,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exact engine for the producer's forward pass (the checker is always independent)")
     c.add_argument("--json", action="store_true", help="print the summary as JSON")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    c.add_argument("--debug", action="store_true", help="show Python tracebacks for bad input")
     c.set_defaults(fn=_cmd_certify)
 
     k = sub.add_parser("check", help="independently re-check a certificate file")

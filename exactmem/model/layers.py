@@ -211,7 +211,7 @@ class Model:
     input_dim: int = 0  # token dimension d for vectors, vocabulary size for tokens
     readout: str = "last"  # "last" | "all"
     decode: str = "identity"  # "identity" | "argmax"
-    name: str = ""
+    name: str = field(default="", compare=False)
     notes: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
