@@ -92,11 +92,21 @@ def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: 
     return rows
 
 
+def _claims_cell(r: Row) -> str:
+    """'k/k hold' when certified; the failing claim when a claim refuted the certificate."""
+    if r.witness and "claim" in r.witness:
+        c = r.witness["claim"]
+        return f"FAILS {c.get('quantity')} {c.get('op')} {c.get('bound')} (is {r.witness.get('measured')})"
+    k = len(r.claims)
+    return f"{k}/{k} hold" if r.verdict == "CERTIFIED" else f"{k} (not reached)" if r.verdict == "REFUTED" else "?"
+
+
 def format_table(rows: List[Row]) -> str:
     """Markdown summary table: theorem, instance, verdict, params, width, depth, bits, time."""
-    head = ["theorem", "instance", "verdict", "params", "width", "depth", "max bits", "total bits", "time (s)"]
-    body = [[r.theorem, r.instance, r.verdict, str(r.params), str(r.width), str(r.depth), str(r.max_bits),
-             str(r.total_bits), f"{r.seconds:.2f}"] for r in rows]
+    head = ["theorem", "instance", "verdict", "claims", "params", "width", "depth", "max bits", "total bits",
+            "time (s)"]
+    body = [[r.theorem, r.instance, r.verdict, _claims_cell(r), str(r.params), str(r.width), str(r.depth),
+             str(r.max_bits), str(r.total_bits), f"{r.seconds:.2f}"] for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
     out = [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]

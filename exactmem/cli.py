@@ -62,7 +62,6 @@ def _cmd_check(args) -> int:
 
 def _cmd_inspect(args) -> int:
     from .certificate.checker import MalformedCertificate, load_certificate
-    from .model.measure import measure, paper_counts
     from .model.serialize import model_from_json
     from .model.summary import summarize
 

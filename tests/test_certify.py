@@ -1,7 +1,6 @@
 """End to end: certify a proof file, round-trip certificates, planted wrong certificates."""
 
 import copy
-import gzip
 import json
 import os
 import subprocess

@@ -6,7 +6,7 @@ import mpmath
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from exactmem.model import (Affine, Attention, Embed, FeedForward, Head, InputError, Model, ModelError, affine,
+from exactmem.model import (Attention, Embed, FeedForward, Head, InputError, Model, ModelError, affine,
                             decode_output, forward, measure, model_from_json, model_to_json)
 from exactmem.model.affine_stack import AffineStep, ScaledInts, run_stack
 

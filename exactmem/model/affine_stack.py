@@ -166,35 +166,45 @@ def run_stack_flint(steps: Sequence[AffineStep], X: ScaledInts, trace: bool = Fa
         A, D = _homogeneous_flint(st)
         Z = A * H
         mo = st.m_out
+        e = None
         if any(st.relu_rows):
             e = Z.entries()
+            changed = False
             for i in range(mo):
                 if st.relu_rows[i]:
                     base = i * T
                     seg = e[base:base + T]
-                    e[base:base + T] = [x if x > 0 else 0 for x in seg]
-            Z = fmpz_mat(mo + 1, T, e)
+                    if any(x < 0 for x in seg):
+                        e[base:base + T] = [x if x > 0 else 0 for x in seg]
+                        changed = True
+            if changed:
+                Z = fmpz_mat(mo + 1, T, e)
         if D != 1:
-            Z = _reduce_flint(Z, mo, T)
+            Z = _reduce_flint(Z, mo, T, e)
         H = Z
         if trace:
             tr.append(_flint_to_scaled(H, mo, T))
     return StackResult(_flint_to_scaled(H, steps[-1].m_out if steps else m, T), tr, "flint")
 
 
-def _reduce_flint(Z, mo: int, T: int):
-    """Divide out the gcd of all entries (keeps dyadic denominators from piling up)."""
-    from flint import fmpz, fmpz_mat
+def _reduce_flint(Z, mo: int, T: int, e=None):
+    """Divide out the gcd of all entries (keeps dyadic denominators from piling up).
 
-    e = Z.entries()
-    g = fmpz(0)
+    ``e``: the entries of Z if the caller already has them. The division is python-flint's
+    exact matrix division in C (it raises if not exact, which cannot happen here).
+    """
+    from flint import fmpz
+
+    if e is None:
+        e = Z.entries()
+    g = fmpz(e[mo * T])  # the homogeneous row: every entry there is the denominator
     for x in e:
         g = g.gcd(x)
         if g == 1:
             return Z
     if g <= 1:
         return Z
-    return fmpz_mat(mo + 1, T, [x // g for x in e])
+    return Z / g
 
 
 def _flint_to_scaled(H, mo: int, T: int) -> ScaledInts:
@@ -228,3 +238,11 @@ def _auto_backend(steps: Sequence[AffineStep]) -> str:
         if limbs.applies(steps):
             return "limbs"
     return "flint"
+
+
+try:  # optional exact multi-limb backend for dyadic weights (see limbs.py)
+    from .limbs import run_stack_limbs
+
+    BACKENDS["limbs"] = run_stack_limbs
+except ImportError:
+    pass

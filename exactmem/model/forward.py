@@ -222,7 +222,7 @@ def _ball_hardmax(scores):
 
 def _ball_stack(steps: Sequence[AffineStep], rows):
     """Token-wise steps on a batch of balls (list of rows of arb), via arb_mat products."""
-    from flint import arb, arb_mat
+    from flint import arb_mat
 
     H = arb_mat(rows)
     T = len(rows[0])

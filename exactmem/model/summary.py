@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
 
 from ..numbers import bits
-from .layers import Affine, Attention, Embed, FeedForward, Model, shape
+from .layers import Affine, Embed, FeedForward, Model, shape
 from .measure import _matrices, measure, paper_counts
 
 
