@@ -95,33 +95,49 @@ def hardmax_weights(scores: Sequence[Fraction]) -> List[Fraction]:
     return [w if a == top else Fraction(0) for a in scores]
 
 
-def _attention_exact(layer: Attention, cols: List[List[Fraction]], want_weights: bool):
-    """One sequence, exact (hardmax or uniform). Returns output columns and weights."""
+class _ExactOps:
+    """Arithmetic of the exact path: Fractions, hardmax eq. (1), uniform 1/|K|."""
+
+    zero = Fraction(0)
+    matvec = staticmethod(_matvec)
+
+    @staticmethod
+    def weights(kind: str, scores, n_keys: int):
+        if kind == "uniform":
+            return [Fraction(1, n_keys)] * n_keys
+        if kind == "hardmax":
+            return hardmax_weights(scores)
+        raise ModelError("softmax attention is evaluated in ball arithmetic")
+
+
+def _attention_sequence(layer: Attention, cols: list, want_weights: bool, ops):
+    """One sequence through a multi-head attention layer (eq. (2)), in the arithmetic ``ops``.
+
+    Returns the output columns (one per query) and, if asked, each head's weight rows.
+    """
     n = len(cols)
     plan = _key_sets(n, layer)
-    outs = [list(cols[j]) if layer.residual else [Fraction(0)] * layer.m_out for j, _ in plan]
+    zero = ops.zero
+    outs = [list(cols[j]) if layer.residual else [zero] * layer.m_out for j, _ in plan]
     weights_all = []
     for h in layer.heads:
-        vals = [_matvec(h.WV, c) for c in cols]
-        if layer.kind == "hardmax":
-            qs = {j: _matvec(h.WQ, cols[j]) for j, _ in plan}
-            ks = [_matvec(h.WK, c) for c in cols]
+        vals = [ops.matvec(h.WV, c) for c in cols]
+        ks = [ops.matvec(h.WK, c) for c in cols] if layer.kind != "uniform" else None
         head_w = []
         for qi, (j, keys) in enumerate(plan):
-            if layer.kind == "uniform":
-                p = [Fraction(1, len(keys))] * len(keys)
-            else:
-                scores = [sum((a * b for a, b in zip(ks[k], qs[j])), Fraction(0)) for k in keys]
-                p = hardmax_weights(scores)
-            avg = [Fraction(0)] * len(vals[0])
+            scores = None
+            if ks is not None:
+                qv = ops.matvec(h.WQ, cols[j])
+                scores = [sum((a * b for a, b in zip(ks[k], qv)), zero) for k in keys]
+            p = ops.weights(layer.kind, scores, len(keys))
+            avg = [zero] * len(vals[0])
             for pk, k in zip(p, keys):
-                if pk:
-                    vk = vals[k]
-                    avg = [a + pk * x for a, x in zip(avg, vk)]
-            o = _matvec(h.WO, avg)
+                if not pk == 0:  # exact zero weight (Fraction, or an exact arb ball): skip
+                    avg = [a + pk * x for a, x in zip(avg, vals[k])]
+            o = ops.matvec(h.WO, avg)
             outs[qi] = [a + b for a, b in zip(outs[qi], o)]
             if want_weights:
-                row = [Fraction(0)] * n
+                row = [zero] * n
                 for pk, k in zip(p, keys):
                     row[k] = pk
                 head_w.append(row)
@@ -164,44 +180,29 @@ def _arb_gt(a, b) -> bool:
     return bool(a > b)
 
 
-def _attention_ball(layer: Attention, cols, want_weights: bool):
-    """One sequence in ball arithmetic (any kind). Softmax is shifted by the first score."""
-    from flint import arb
+class _BallOps:
+    """Arithmetic of the ball path: Arb balls; softmax shifted by the first score's midpoint."""
 
-    n = len(cols)
-    plan = _key_sets(n, layer)
-    outs = [list(cols[j]) if layer.residual else [arb(0)] * layer.m_out for j, _ in plan]
-    weights_all = []
-    for h in layer.heads:
-        vals = [_arb_matvec(h.WV, c) for c in cols]
-        if layer.kind != "uniform":
-            ks = [_arb_matvec(h.WK, c) for c in cols]
-        head_w = []
-        for qi, (j, keys) in enumerate(plan):
-            if layer.kind == "uniform":
-                p = [arb(1) / len(keys)] * len(keys)
-            else:
-                qv = _arb_matvec(h.WQ, cols[j])
-                scores = [sum((a * b for a, b in zip(ks[k], qv)), arb(0)) for k in keys]
-                if layer.kind == "softmax":
-                    c = scores[0].mid()
-                    e = [(s - c).exp() for s in scores]
-                    tot = sum(e, arb(0))
-                    p = [x / tot for x in e]
-                else:
-                    p = _ball_hardmax(scores)
-            avg = [arb(0)] * len(vals[0])
-            for pk, k in zip(p, keys):
-                avg = [a + pk * x for a, x in zip(avg, vals[k])]
-            o = _arb_matvec(h.WO, avg)
-            outs[qi] = [a + b for a, b in zip(outs[qi], o)]
-            if want_weights:
-                row = [arb(0)] * n
-                for pk, k in zip(p, keys):
-                    row[k] = pk
-                head_w.append(row)
-        weights_all.append(head_w)
-    return outs, weights_all
+    matvec = staticmethod(_arb_matvec)
+
+    @property
+    def zero(self):
+        from flint import arb
+
+        return arb(0)
+
+    @staticmethod
+    def weights(kind: str, scores, n_keys: int):
+        from flint import arb
+
+        if kind == "uniform":
+            return [arb(1) / n_keys] * n_keys
+        if kind == "hardmax":
+            return _ball_hardmax(scores)
+        c = scores[0].mid()
+        e = [(s - c).exp() for s in scores]
+        tot = sum(e, arb(0))
+        return [x / tot for x in e]
 
 
 def _ball_hardmax(scores):
@@ -356,12 +357,12 @@ def forward(model: Model, inputs, trace: bool = False, backend: str = "auto", pr
                 state_ball = [[_to_arb(x) for x in row] for row in state_exact.to_fractions()]
             all_cols = _transpose(state_ball) if ball else _transpose(state_exact.to_fractions())
             new_cols, new_lengths, weights = [], [], []
+            ops = _BallOps() if ball else _ExactOps()
             pos = 0
             for L in lengths:
                 seq_cols = all_cols[pos:pos + L]
                 pos += L
-                fn = _attention_ball if ball else _attention_exact
-                o, w = fn(layer, seq_cols, tr is not None)
+                o, w = _attention_sequence(layer, seq_cols, tr is not None, ops)
                 new_cols.extend(o)
                 new_lengths.append(len(o))
                 weights.append(w)
