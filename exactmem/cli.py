@@ -1,4 +1,4 @@
-"""Command line: ``python -m exactmem {certify,check,inspect} ...`` (see ``docs/cli.md``).
+"""Command line: ``python -m exactmem {certify,check,inspect,bounds} ...`` (see ``docs/cli.md``).
 
 Exit codes: 0 certified; 1 refuted (or a claim fails); 2 unknown; 3 bad input (a clear
 message naming the problem, never a traceback); 130 interrupted.
@@ -75,6 +75,12 @@ def _cmd_inspect(args) -> int:
     return EXIT_OK
 
 
+def _cmd_bounds(args) -> int:
+    from .bounds.cli import run
+
+    return run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="exactmem", description="Exact proof checker for Transformer memorization constructions.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -102,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("inspect", help="print a summary of the model in a certificate")
     i.add_argument("cert")
     i.set_defaults(fn=_cmd_inspect)
+
+    from .bounds.cli import add_parser as add_bounds_parser
+
+    add_bounds_parser(sub)
+    sub.choices["bounds"].set_defaults(fn=_cmd_bounds)
     return p
 
 

@@ -1,0 +1,31 @@
+"""Counting arguments and lower bounds, checked step by step (``docs/lower-bounds.md``).
+
+* :mod:`.seq2seq` — Kajitsuka & Sato Theorem 4.3 / B.3 (hardmax seq-to-seq): the chain
+  (70)–(96) for a concrete architecture, Lemma B.4's precondition at every use, the minimal
+  W of the final inequality and of the sharp bound (90);
+* :mod:`.next_token` — Theorem 4.2 / B.2: the repeated-token reduction checked on the exact
+  model, explicit-constant bounds and their minimal W;
+* :mod:`.bits` — total bits ≥ N·log2 C (nN for seq-to-seq), in the paper's and exactmem's
+  bit conventions;
+* :mod:`.symbolic` — degrees and polynomial counts with sympy on tiny instances;
+* :mod:`.toy` — brute-force sign patterns of toy hardmax Transformers;
+* :mod:`.enclosure` — proven rational enclosures of e and log2; exact decisions;
+* :mod:`.plot` — lower bounds vs the O(N) baseline (matplotlib optional).
+
+No floating point enters a verdict.
+"""
+
+from .arch import Architecture, BoundsInputError, parse_architecture
+from .bookkeeping import PAPER, Bookkeeping
+from .enclosure import Interval, decide, e_interval, log2_interval
+from .next_token import min_W_next_token, next_token_chain, reduction_report
+from .protocol import BoundTheorem, load_bounds_file, run_bounds_file
+from .report import Report, Step
+from .seq2seq import chain, min_W, min_W_report, min_W_sharp, simplification_cost
+
+__all__ = [
+    "Architecture", "BoundsInputError", "parse_architecture", "PAPER", "Bookkeeping", "Interval", "decide",
+    "e_interval", "log2_interval", "min_W_next_token", "next_token_chain", "reduction_report", "BoundTheorem",
+    "load_bounds_file", "run_bounds_file", "Report", "Step", "chain", "min_W", "min_W_report", "min_W_sharp",
+    "simplification_cost",
+]

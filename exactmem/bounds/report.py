@@ -1,0 +1,149 @@
+"""Checked steps and reports: each inequality with both sides and a holds/fails verdict.
+
+A :class:`Step` is one inequality (or identity, or precondition) of a written proof,
+evaluated exactly: both sides are exact integers/rationals or proven rational enclosures
+(:class:`~exactmem.bounds.enclosure.Interval`). Its ``status`` is ``holds``, ``fails`` or
+``undecided`` (enclosures not separated at the maximum precision — never a tolerance).
+A failing step may carry a ``repair``: the change that makes the argument valid again
+(reported, never applied silently).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Dict, List, Optional
+
+from .enclosure import FAILS, HOLDS, UNDECIDED, Interval, decide, show
+
+KINDS = ("identity", "inequality", "precondition", "degree", "count", "variables", "verdict", "check")
+
+
+@dataclass
+class Step:
+    """One checked step: ``lhs rel rhs``, with the equation it comes from."""
+
+    eq: str
+    claim: str
+    lhs: Any
+    rel: str
+    rhs: Any
+    status: str
+    kind: str = "inequality"
+    note: str = ""
+    repair: str = ""
+    bits: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """Holds, or fails with a documented repair."""
+        return self.status == HOLDS or (self.status == FAILS and bool(self.repair))
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"eq": self.eq, "claim": self.claim, "lhs": _jsonable(self.lhs), "rel": self.rel,
+                "rhs": _jsonable(self.rhs), "status": self.status, "kind": self.kind, "note": self.note,
+                "repair": self.repair}
+
+
+def _jsonable(v):
+    if isinstance(v, Interval):
+        return {"lo": _jsonable(v.lo), "hi": _jsonable(v.hi)}
+    if isinstance(v, Fraction):
+        return str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v) if abs(v) >= 2 ** 53 else v
+    return v
+
+
+def check(eq: str, claim: str, lhs, rel: str, rhs, kind: str = "inequality", note: str = "",
+          repair_if_fails: str = "") -> Step:
+    """Evaluate ``lhs rel rhs`` exactly (escalating enclosures) and return the Step."""
+    st, L, R, bits = decide(lhs, rel, rhs)
+    lv = L.lo if L.is_exact else L
+    rv = R.lo if R.is_exact else R
+    return Step(eq, claim, lv, rel, rv, st, kind, note, repair_if_fails if st == FAILS else "", bits)
+
+
+@dataclass
+class Report:
+    """A titled list of steps plus named results (verdicts, minimal counts)."""
+
+    title: str
+    steps: List[Step] = field(default_factory=list)
+    results: Dict[str, Any] = field(default_factory=dict)
+    notes: List[str] = field(default_factory=list)
+    tables: Dict[str, Any] = field(default_factory=dict)  # name -> (header, rows)
+
+    def add(self, step: Step) -> Step:
+        self.steps.append(step)
+        return step
+
+    def extend(self, steps) -> None:
+        self.steps.extend(steps)
+
+    @property
+    def failed(self) -> List[Step]:
+        """Steps that fail with no repair, or are undecided."""
+        return [s for s in self.steps if not s.ok]
+
+    @property
+    def repaired(self) -> List[Step]:
+        return [s for s in self.steps if s.status == FAILS and s.repair]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"title": self.title, "ok": self.ok, "steps": [s.as_dict() for s in self.steps],
+                "results": {k: _jsonable(v) for k, v in self.results.items()}, "notes": self.notes,
+                "repairs": [f"{s.eq}: {s.repair}" for s in self.repaired],
+                "tables": {k: {"header": h, "rows": [[_jsonable(c) for c in r] for r in rows]}
+                           for k, (h, rows) in self.tables.items()}}
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), indent=1, ensure_ascii=False, default=str)
+
+    def to_markdown(self, max_steps: Optional[int] = None) -> str:
+        """A Markdown table: equation | claim | lhs | rel | rhs | status (+ repairs, results)."""
+        lines = [f"## {self.title}", ""]
+        if self.steps:
+            lines += ["| eq. | claim | lhs | rel | rhs | status |", "|---|---|---|---|---|---|"]
+            steps = self.steps
+            if max_steps is not None and len(steps) > max_steps:
+                keep = max_steps // 2
+                steps = steps[:keep] + [None] + steps[-keep:]
+            for s in steps:
+                if s is None:
+                    lines.append(f"| … | ({len(self.steps) - 2 * keep} more steps) | | | | |")
+                    continue
+                status = s.status.upper() + (" (repaired)" if s.repair else "")
+                lines.append(f"| {s.eq} | {s.claim} | {show(s.lhs)} | {s.rel} | {show(s.rhs)} | {status} |")
+        if self.repaired:
+            lines += ["", "Repairs (the written proof needs these):"]
+            groups: Dict[str, List[str]] = {}
+            for s in self.repaired:
+                groups.setdefault(s.repair, []).append(s.eq)
+            for text, eqs in groups.items():
+                lines.append(f"* {', '.join(eqs)}: {text}")
+        bad = self.failed
+        if bad:
+            lines += ["", "FAILED (no repair):"]
+            for s in bad:
+                lines.append(f"* {s.eq}: {s.claim} — {show(s.lhs)} {s.rel} {show(s.rhs)} is {s.status}"
+                             + (f" ({s.note})" if s.note else ""))
+        if self.results:
+            lines += ["", "Results:"]
+            for k, v in self.results.items():
+                lines.append(f"* {k}: {show(v) if isinstance(v, (bool, int, Fraction, Interval)) else v}")
+        for name, (header, rows) in self.tables.items():
+            lines += ["", f"{name}:", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            for r in rows:
+                lines.append("| " + " | ".join(show(c) for c in r) + " |")
+        for n in self.notes:
+            lines += ["", n]
+        return "\n".join(lines)
+
+
+__all__ = ["Step", "Report", "check", "HOLDS", "FAILS", "UNDECIDED"]
