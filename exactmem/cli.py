@@ -28,7 +28,8 @@ def _cmd_certify(args) -> int:
 
     try:
         rows = certify_file(args.proof, out_dir=args.out, seed=args.seed, size=args.size, gzip_output=args.gzip,
-                            backend=args.engine, quiet=args.quiet, only=args.only, on_row=show)
+                            backend=args.engine, quiet=args.quiet, only=args.only, on_row=show,
+                            checker=args.checker)
     except (ProofFileError, DataError, ModelError, InputError) as e:
         if args.debug:
             raise
@@ -42,7 +43,11 @@ def _cmd_certify(args) -> int:
         print(json.dumps([r.__dict__ for r in rows], indent=1, default=str))
     else:
         print(format_table(rows))
-        print(f"\ncertificates in {args.out}/  (seed {args.seed}, size {args.size})")
+        from .certify import resolve_checker
+
+        chk = resolve_checker(args.checker, args.size)
+        how = f"{chk} checker" + (f" (--checker auto for --size {args.size})" if args.checker == "auto" else "")
+        print(f"\ncertificates in {args.out}/  (seed {args.seed}, size {args.size}, {how})")
     statuses = {r.verdict for r in rows}
     if statuses == {"CERTIFIED"}:
         return EXIT_OK
@@ -54,7 +59,7 @@ def _cmd_certify(args) -> int:
 def _cmd_check(args) -> int:
     from .certificate.checker import main as check_main
 
-    argv = [args.cert] + (["--json"] if args.json else [])
+    argv = [args.cert] + (["--json"] if args.json else []) + ["--engine", args.engine]
     if args.max_precision is not None:
         argv += ["--max-precision", str(args.max_precision)]
     return check_main(argv)
@@ -92,8 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--size", choices=("small", "medium", "large"), default="small", help="which instances to run")
     c.add_argument("--only", default=None, help="run only theorems whose name contains this text")
     c.add_argument("--gzip", action="store_true", help="write gzip-compressed certificates (.json.gz)")
-    c.add_argument("--engine", default="auto", choices=("auto", "flint", "limbs", "fraction"),
-                   help="exact engine for the producer's forward pass (the checker is always independent)")
+    c.add_argument("--engine", default="auto", choices=("auto", "flint", "limbs", "compress", "fraction"),
+                   help="exact engine for the producer's forward pass (auto: the instance's preference, else "
+                        "limbs/flint; the checker is always independent)")
+    c.add_argument("--checker", default="auto", choices=("auto", "pure", "fast"),
+                   help="independent checker: pure (int/Fraction, one example at a time) or fast (batched exact "
+                        "path, same verdicts); auto = pure for --size small, fast for medium and large")
     c.add_argument("--json", action="store_true", help="print the summary as JSON")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.add_argument("--debug", action="store_true", help="show Python tracebacks for bad input")
@@ -103,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("cert")
     k.add_argument("--json", action="store_true", help="print the verdict as JSON")
     k.add_argument("--max-precision", type=int, default=None, help="cap for interval precision (bits)")
+    k.add_argument("--engine", choices=("pure", "fast"), default="pure",
+                   help="pure (default): the small int/Fraction checker, one example at a time; fast: the optional "
+                        "batched exact path (exactmem/certificate/fastcheck.py), same verdicts")
     k.set_defaults(fn=_cmd_check)
 
     i = sub.add_parser("inspect", help="print a summary of the model in a certificate")

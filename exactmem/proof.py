@@ -45,6 +45,7 @@ class Instance:
     name: str
     params: Dict[str, Any]
     sizes: Sequence[str] = ("small",)
+    engine: Optional[str] = None  # preferred exact engine for the producer's forward pass (used by --engine auto)
 
     def __post_init__(self):
         bad = [s for s in self.sizes if s not in SIZES]

@@ -807,7 +807,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """``check CERT [--json] [--max-precision P]``; exit 0 CERTIFIED, 1 REFUTED, 2 UNKNOWN, 3 malformed.
+    """``check CERT [--json] [--max-precision P] [--engine pure|fast]``; exit 0 CERTIFIED, 1 REFUTED,
+    2 UNKNOWN, 3 malformed.
 
     The leading word ``check`` may be omitted (``exactmem check`` passes just ``CERT ...``).
     """
@@ -818,11 +819,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("cert", help="certificate file (.json or .json.gz)")
     ap.add_argument("--json", action="store_true", help="print the verdict as JSON")
     ap.add_argument("--max-precision", type=int, default=None, help="override check.max_precision")
+    ap.add_argument("--engine", choices=("pure", "fast"), default="pure",
+                    help="pure (default): one example at a time, int/Fraction only; fast: the optional batched "
+                         "exact path of fastcheck.py (same verdicts; token-wise models)")
     try:
         args = ap.parse_args(argv)
         if args.max_precision is not None and args.max_precision < 1:
             raise _UsageError("--max-precision must be a positive integer")
-        verdict = check_certificate(load_certificate(args.cert), args.max_precision)
+        check = check_certificate
+        if args.engine == "fast":
+            try:
+                from .fastcheck import check_certificate_fast as check
+            except ImportError:  # run as a loose script next to fastcheck.py
+                from fastcheck import check_certificate_fast as check
+        verdict = check(load_certificate(args.cert), args.max_precision)
     except _UsageError as e:
         print(f"usage error: {e}", file=sys.stderr)
         return 3

@@ -5,6 +5,7 @@ from .layers import (Affine, Attention, Embed, FeedForward, Head, Model, ModelEr
 from .forward import ForwardResult, InputError, TraceEntry, Undecided, decode_output, forward
 from .measure import Measurement, measure, paper_counts, register_convention
 from .serialize import model_from_json, model_to_json
+from . import compress  # noqa: F401  (registers the "compress" exact engine)
 
 __all__ = [
     "Affine", "Attention", "Embed", "FeedForward", "Head", "Model", "ModelError", "affine", "identity", "mat",

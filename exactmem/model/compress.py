@@ -1,0 +1,216 @@
+"""Exact backend ``"compress"``: evaluate a stack on the *distinct* values of each register.
+
+For deep memorizers such as Vardi et al.'s (``docs/vardi.md``) the registers that carry the
+huge crafted integers (u_j, w_j, their bit streams) take only one value per group of data
+points, while the registers that differ per token (the projected input, comparators) hold
+small numbers. Evaluating every register on every token, as the ``flint`` and ``limbs``
+engines do, multiplies the big-integer work by the number of tokens; this engine does it once
+per distinct value.
+
+State: for each row, a NumPy array of distinct numerators (``int64`` when every value is
+provably below 2^62 in magnitude, otherwise Python ints in an object array) and a *class
+map* token → position in that array (shared by the rows computed together; ``None`` means
+one value per token). A step ``H ↦ ρ(W H + b)`` in integer form ``(D·W, D·b)``:
+
+* a row that copies one input row with weight 1 (D = 1, no bias, ReLU of a non-negative
+  row) keeps the input's arrays — no work;
+* the other rows are grouped by the set of class maps they read; each group's class maps
+  are combined (distinct tuples of classes, ``np.unique``), the rows are computed on the
+  combined classes and, when classes may have merged (several maps combined, or fewer
+  outputs than inputs), equal columns are collapsed again.
+
+Exact: integer arithmetic only (int64 with a proven magnitude bound, or Python ints); the
+class maps only decide which equal values are computed once. Tested against the ``flint``
+and ``fraction`` engines in ``tests/test_vardi.py``. Registered in :data:`BACKENDS` on import;
+not chosen by ``auto`` (for dense random networks with all-distinct registers it is slower
+than ``limbs``): a proof file's :class:`~exactmem.proof.Instance` may ask for it.
+"""
+
+from __future__ import annotations
+
+from math import gcd
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .affine_stack import BACKENDS, AffineStep, ScaledInts, StackResult
+
+LIMIT = 1 << 62
+
+
+class _Classes:
+    """token → class map (``arr`` int64 of length T, or None for one class per token)."""
+
+    __slots__ = ("arr", "n")
+
+    def __init__(self, arr: Optional[np.ndarray], n: int):
+        self.arr, self.n = arr, n
+
+
+class _Reg:
+    __slots__ = ("v", "cls", "mag", "pos")
+
+    def __init__(self, v: np.ndarray, cls: _Classes):
+        if v.dtype != np.int64 and len(v):
+            lo, hi = int(np.min(v)), int(np.max(v))
+            if -LIMIT < lo and hi < LIMIT:
+                v = v.astype(np.int64)
+        elif len(v):
+            lo, hi = int(v.min()), int(v.max())
+        else:
+            lo = hi = 0
+        self.v, self.cls, self.mag, self.pos = v, cls, max(abs(lo), abs(hi)), lo >= 0
+
+
+def _align(maps: List[_Classes]) -> Tuple[_Classes, List[Optional[np.ndarray]]]:
+    """Common classes for several maps, and how to pick each map's value for them."""
+    if len(maps) == 1:
+        return maps[0], [None]
+    for c in maps:
+        if c.arr is None:
+            return c, [m.arr for m in maps]
+    code = np.zeros(len(maps[0].arr), dtype=np.int64)
+    size = 1
+    for c in maps:
+        if size * c.n >= LIMIT:
+            _, code = np.unique(code, return_inverse=True)
+            code = code.reshape(-1).astype(np.int64)
+            size = int(code.max()) + 1
+        code = code * c.n + c.arr
+        size *= c.n
+    _, rep, inv = np.unique(code, return_index=True, return_inverse=True)
+    return _Classes(inv.reshape(-1).astype(np.int64), len(rep)), [c.arr[rep] for c in maps]
+
+
+def _collapse(vs: List[np.ndarray], cls: _Classes) -> Tuple[List[np.ndarray], _Classes]:
+    """Merge classes whose values agree in every row of the group."""
+    n = len(vs[0])
+    if n < 2:
+        return vs, cls
+    if all(v.dtype == np.int64 for v in vs):  # vectorised: rows of small integers
+        stacked = np.stack(vs, axis=1)
+        _, first, inv = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
+        if len(first) == n:
+            return vs, cls
+        inv = inv.reshape(-1).astype(np.int64)
+        new = inv if cls.arr is None else inv[cls.arr]
+        return [v[first] for v in vs], _Classes(new, len(first))
+    table: Dict[tuple, int] = {}
+    keys = zip(*(v.tolist() for v in vs))
+    inv = np.fromiter((table.setdefault(k, len(table)) for k in keys), dtype=np.int64, count=n)
+    if len(table) == n:
+        return vs, cls
+    first = np.full(len(table), -1, dtype=np.int64)
+    for pos, c in enumerate(inv.tolist()):
+        if first[c] < 0:
+            first[c] = pos
+    new = inv if cls.arr is None else inv[cls.arr]
+    return [v[first] for v in vs], _Classes(new, len(table))
+
+
+def _row(terms: List[Tuple[int, int]], bias: int, picked: Dict[int, np.ndarray], regs: List[_Reg], n: int,
+         relu: bool) -> np.ndarray:
+    live = [(j, a) for j, a in terms if regs[j].mag]
+    small = abs(bias) + sum(abs(a) * regs[j].mag for j, a in live) < LIMIT
+    out = np.full(n, bias, dtype=np.int64 if small else object)
+    for j, a in live:
+        x = picked[j]
+        if not small and x.dtype != object:
+            x = x.astype(object)
+        out = out + (x if a == 1 else x * a)
+    return np.maximum(out, 0) if relu else out
+
+
+def _apply(st: AffineStep, regs: List[_Reg], den: int, T: int) -> Tuple[List[_Reg], int]:
+    D, Wi, bi = st.integer_form()
+    out: List[Optional[_Reg]] = [None] * st.m_out
+    pending: Dict[frozenset, List[int]] = {}
+    rows = []
+    for i in range(st.m_out):
+        terms = [(j, a) for j, a in enumerate(Wi[i]) if a]
+        b = bi[i] * den
+        rows.append((terms, b))
+        if D == 1 and b == 0 and len(terms) == 1 and terms[0][1] == 1:
+            src = regs[terms[0][0]]
+            if not st.relu_rows[i] or src.pos:
+                out[i] = src
+                continue
+        pending.setdefault(frozenset(id(regs[j].cls) for j, _ in terms), []).append(i)
+    for key, members in pending.items():
+        if not key:
+            one = _Classes(np.zeros(T, dtype=np.int64), 1)
+            for i in members:
+                b = rows[i][1]
+                out[i] = _Reg(np.array([max(b, 0) if st.relu_rows[i] else b], dtype=object), one)
+            continue
+        inputs = sorted({j for i in members for j, _ in rows[i][0]})
+        maps, where = [], {}
+        for j in inputs:
+            c = regs[j].cls
+            if id(c) not in where:
+                where[id(c)] = len(maps)
+                maps.append(c)
+        common, picks = _align(maps)
+        picked = {}
+        for j in inputs:
+            p = picks[where[id(regs[j].cls)]]
+            picked[j] = regs[j].v if p is None else regs[j].v[p]
+        value = {i: _row(rows[i][0], rows[i][1], picked, regs, common.n, st.relu_rows[i]) for i in members}
+        # rows reading the same inputs stay together; such a subgroup may have fewer distinct
+        # columns than the combined classes (it merged maps, or it contracts its inputs)
+        subgroups: Dict[frozenset, List[int]] = {}
+        for i in members:
+            subgroups.setdefault(frozenset(j for j, _ in rows[i][0]), []).append(i)
+        for ins, sub in subgroups.items():
+            vs, cls = [value[i] for i in sub], common
+            if len({id(regs[j].cls) for j in ins}) > 1 or len(sub) < len(ins):
+                vs, cls = _collapse(vs, common)
+            for i, v in zip(sub, vs):
+                out[i] = _Reg(v, cls)
+    return out, den * D  # type: ignore[return-value]
+
+
+def _shrink(regs: List[_Reg], den: int) -> Tuple[List[_Reg], int]:
+    g = den
+    for r in {id(r): r for r in regs}.values():
+        for x in r.v.tolist():
+            g = gcd(g, int(x))
+            if g == 1:
+                return regs, den
+    done: Dict[int, _Reg] = {}
+    for r in regs:
+        if id(r) not in done:
+            v = r.v if r.v.dtype == object or g < LIMIT else r.v.astype(object)
+            done[id(r)] = _Reg(v // g, r.cls)
+    return [done[id(r)] for r in regs], den // g
+
+
+def _expand(regs: List[_Reg], den: int, T: int) -> ScaledInts:
+    rows = []
+    for r in regs:
+        v = r.v if r.cls.arr is None else r.v[r.cls.arr]
+        rows.append([int(x) for x in v.tolist()])
+    return ScaledInts(rows, den)
+
+
+def run_stack_compress(steps: Sequence[AffineStep], X: ScaledInts, trace: bool = False) -> StackResult:
+    """Evaluate the steps on the batch X exactly, per distinct register value."""
+    m, T = X.shape
+    if T == 0:
+        return StackResult(ScaledInts([[] for _ in range(steps[-1].m_out if steps else m)], 1), [], "compress")
+    ident = _Classes(None, T)
+    regs = [_Reg(np.array(list(r), dtype=object), ident) for r in X.rows]
+    den = X.den
+    tr = []
+    for k, st in enumerate(steps):
+        if st.m_in != len(regs):
+            raise ValueError(f"step {k} expects {st.m_in} input rows, got {len(regs)}")
+        regs, den = _apply(st, regs, den, T)
+        if den.bit_length() > 256:
+            regs, den = _shrink(regs, den)
+        if trace:
+            tr.append(_expand(regs, den, T).reduced())
+    return StackResult(_expand(regs, den, T).reduced(), tr, "compress")
+
+
+BACKENDS.setdefault("compress", run_stack_compress)
