@@ -1,3 +1,4 @@
+import importlib.util
 """Head-to-subset assignment graphs (exactmem.assign): validity, heuristics, export, built-model analysis."""
 
 import json
@@ -44,6 +45,7 @@ def test_graph_edges_states_and_validation():
         assign.validate_graph(G, 3)
 
 
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs the plot extra (matplotlib)")
 def test_export_graphml_json_png(tmp_path):
     G = assign.assignment_graph([[0, 1, 2], [3, 4], [5, 6]], 7)
     gm = assign.write_graphml(G, str(tmp_path / "g.graphml"))

@@ -283,6 +283,7 @@ def test_construction_reaches_the_shared_context_bound():
 
 # ----------------------------------------------------------------------------- built-model analysis
 
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs the plot extra (matplotlib)")
 def test_dominance_in_the_built_softmax_model(tmp_path):
     data = random_query_context(M.capacity(3, 3, 3), 3, 6, seed=11)
     model, info = M.build(data, 3, 3, design="factored")
