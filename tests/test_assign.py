@@ -1,5 +1,6 @@
-import importlib.util
 """Head-to-subset assignment graphs (exactmem.assign): validity, heuristics, export, built-model analysis."""
+
+import importlib.util
 
 import json
 from fractions import Fraction as F
