@@ -65,20 +65,26 @@ class Theorem:
         return [i for i in self.instances if size in i.sizes]
 
 
-def load_proof_file(path: str) -> List[Theorem]:
-    """Import the proof file at ``path`` and return its ``THEOREMS``."""
+def import_file(path: str, prefix: str, error: type = ProofFileError, what: str = "proof file"):
+    """Import the Python file at ``path`` as a module; failures raise ``error`` with a clear message."""
     if not os.path.isfile(path):
-        raise ProofFileError(f"no such proof file: {path}")
-    name = "exactmem_proof_" + os.path.splitext(os.path.basename(path))[0]
+        raise error(f"no such {what}: {path}")
+    name = prefix + os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise ProofFileError(f"cannot import {path} as a Python module")
+        raise error(f"cannot import {path} as a Python module")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
     try:
         spec.loader.exec_module(mod)
-    except Exception as e:  # the proof file's own error, reported with its type
-        raise ProofFileError(f"{path} failed to import: {type(e).__name__}: {e}") from e
+    except Exception as e:  # the file's own error, reported with its type
+        raise error(f"{path} failed to import: {type(e).__name__}: {e}") from e
+    return mod
+
+
+def load_proof_file(path: str) -> List[Theorem]:
+    """Import the proof file at ``path`` and return its ``THEOREMS``."""
+    mod = import_file(path, "exactmem_proof_")
     theorems = getattr(mod, "THEOREMS", None)
     if not isinstance(theorems, (list, tuple)) or not theorems or not all(isinstance(t, Theorem) for t in theorems):
         raise ProofFileError(f"{path} must define THEOREMS, a non-empty list of exactmem.proof.Theorem")

@@ -9,9 +9,6 @@ checks it step by step, and default instances tagged with ``--size`` levels.
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
@@ -51,18 +48,9 @@ class BoundRow:
 
 def load_bounds_file(path: str) -> List[BoundTheorem]:
     """Import ``path`` and return its ``LOWER_BOUNDS``."""
-    if not os.path.isfile(path):
-        raise BoundsFileError(f"no such lower-bound file: {path}")
-    name = "exactmem_bounds_" + os.path.splitext(os.path.basename(path))[0]
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise BoundsFileError(f"cannot import {path} as a Python module")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    try:
-        spec.loader.exec_module(mod)
-    except Exception as e:
-        raise BoundsFileError(f"{path} failed to import: {type(e).__name__}: {e}") from e
+    from ..proof import import_file
+
+    mod = import_file(path, "exactmem_bounds_", BoundsFileError, "lower-bound file")
     items = getattr(mod, "LOWER_BOUNDS", None)
     if not isinstance(items, (list, tuple)) or not items or not all(isinstance(t, BoundTheorem) for t in items):
         raise BoundsFileError(f"{path} must define LOWER_BOUNDS, a non-empty list of exactmem.bounds.BoundTheorem")
