@@ -122,7 +122,8 @@ def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: 
     """
     checker = resolve_checker(checker, size)
     theorems = load_proof_file(path)
-    jobs = [(t, i) for t in theorems if only is None or only in t.name for i in t.instances_for(size)]
+    jobs = [(t, i) for t in theorems for i in t.instances_for(size)
+            if only is None or only in t.name or only in i.name or only == f"{t.name}/{i.name}"]
     rows = []
     for k, (t, inst) in enumerate(jobs, 1):
         row = certify_instance(t, inst, seed, out_dir, gzip_output, backend, quiet, prefix=f"[{k}/{len(jobs)}] ",

@@ -320,7 +320,8 @@ def test_bits_against_the_baseline():
     from exactmem.bounds.bits import baseline_rows
 
     rows = baseline_rows([20, 200], C=2)
-    assert {r["construction"] for r in rows} == {"relu_interpolation.steps", "relu_interpolation.slopes"}
+    assert {r["construction"] for r in rows} == {"relu_interpolation.steps", "relu_interpolation.slopes",
+                                                 "kajitsuka.next_token"}
     for r in rows:
         assert r["report"].ok
         assert r["total_bits"] >= r["N"]  # at least N·log2 2

@@ -116,7 +116,7 @@ def model_bits_report(name: str, n_params: int, max_bits: int, total_bits: int, 
 
 def baseline_rows(N_values: List[int], d: int = 16, C: int = 2, seed: int = 0, slopes_up_to: int = 200) -> List[dict]:
     """Build the O(N) ReLU baselines (steps; slopes for small N) on seeded data and measure
-    their bits against N·log2 C. The Kajitsuka construction joins via :func:`kajitsuka_rows`."""
+    their bits against N·log2 C, and Kajitsuka & Sato's construction (:func:`kajitsuka_rows`)."""
     from ..constructions import relu_interpolation
     from ..data.dataset import random_labels, random_points
     from ..model.measure import measure
@@ -138,16 +138,21 @@ def baseline_rows(N_values: List[int], d: int = 16, C: int = 2, seed: int = 0, s
     return rows + kajitsuka_rows(N_values, d, C, seed)
 
 
-def kajitsuka_rows(N_values: List[int], d: int, C: int, seed: int) -> List[dict]:
-    """HOOK for the Kajitsuka & Sato construction (not implemented yet): once
-    ``exactmem.constructions.kajitsuka`` exists and exposes ``build(points_or_sequences, labels,
-    seed)``, measure it here exactly like the baselines. Returns [] until then."""
-    try:
-        from ..constructions import kajitsuka  # type: ignore
-    except ImportError:
-        return []
-    del kajitsuka
-    return []  # wire the construction's build/measure here when its API is fixed
+def kajitsuka_rows(N_values: List[int], d: int, C: int, seed: int, n: int = 8, max_N: int = 10 ** 4) -> List[dict]:
+    """Kajitsuka & Sato Theorem B.1 (next-token, n = 8) built on seeded data and measured like
+    the baselines; N above ``max_N`` is skipped."""
+    from ..constructions.kajitsuka import build_measured
+
+    rows = []
+    for N in N_values:
+        if N > max_N:
+            continue
+        ms, _ = build_measured(N, "next_token", n, d, C, seed)
+        rows.append({"construction": "kajitsuka.next_token", "N": N, "C": C, "params": ms.n_params,
+                     "max_bits": ms.max_bits, "total_bits": ms.total_bits, "N log2 C": label_bits(N, C, 32),
+                     "report": model_bits_report("kajitsuka.next_token", ms.n_params, ms.max_bits, ms.total_bits,
+                                                 N, C)})
+    return rows
 
 
 def bits_summary(N: int, C: int = 2, n: Optional[int] = None, W: Optional[int] = None) -> Report:

@@ -87,9 +87,9 @@ def min_sq_distance(points: Sequence[tuple]) -> Fraction:
 
     The points are scaled to integers by the lcm L of all denominators. 1-D: sorted gaps.
     Otherwise: all pairs in int64 NumPy blocks when a bound proves d·(2·max|coord|)² < 2^62 and
-    there are at most 2^31 pair-coordinates; else a sweep over the points sorted by their first
-    coordinate (a pair is skipped once the first coordinates alone are farther apart than the
-    best distance so far).
+    there are at most 2^31 pair-coordinates; else a sweep over the points sorted by the
+    coordinate with the most distinct values (a pair is skipped once that coordinate alone is
+    farther apart than the best distance so far).
     """
     if len(points) < 2:
         return Fraction(1)
@@ -117,12 +117,15 @@ def min_sq_distance(points: Sequence[tuple]) -> Fraction:
             m = int(D.min())
             best = m if best is None else min(best, m)
         return Fraction(best, L * L)
+    # sweep along the coordinate with the most distinct values (fewest ties to scan)
+    ax = max(range(d), key=lambda k: len({p[k] for p in P}))
+    P.sort(key=lambda p: p[ax])
     best = None
     for i in range(1, n):
         pi = P[i]
         for j in range(i - 1, -1, -1):
             pj = P[j]
-            dx = pi[0] - pj[0]
+            dx = pi[ax] - pj[ax]
             if best is not None and dx * dx >= best:
                 break
             d2 = sum((a - b) ** 2 for a, b in zip(pi, pj))
@@ -674,6 +677,24 @@ def _park_display(proj: Projection, prep: Prepared, V: int, d: int) -> str:
     return f"gamma = {float(proj.gamma):.4g}, Park bound {bound:.4g} (ratio {float(proj.gamma) / bound:.3g})"
 
 
+def stage1_expr(proj: Projection, inputs: Sequence[str]) -> Expr:
+    """Stage I's pre-activation wᵀz + β over the input registers (Lemma C.2)."""
+    return ({name: a for name, a in zip(inputs, proj.w)}, proj.beta)
+
+
+def emit_stages_2_3(prog: Program, prep: Prepared, proj: Projection, C: int, slots: Optional[int] = None,
+                    reading: str = "paper") -> Tuple[Expr, Layout]:
+    """Lemma C.1 Stages II–III on the projected labelled points (register ``x`` must hold
+    Stage I's output): the rounding choices (ρ = LEN(max key), c, g, m) and the emitted layers.
+    Returns the output expression and the layout. Every register already in ``prog`` is
+    carried along (Kajitsuka & Sato Thm B.1 attaches the token id F this way)."""
+    xs, ys = _sorted_labelled(prep, proj)
+    rho = max(2, max(_floor_frac(x) for x in xs).bit_length())
+    lay = _layout(len(xs), rho, label_width(C), slots)
+    out, _ = _emit_memorizer(prog, xs, ys, lay, reading)
+    return out, lay
+
+
 def build_c1(points: Sequence, labels: Sequence, C: int, extra: Sequence = (), seed: int = 0,
              slots: Optional[int] = None, reading: str = "paper") -> Tuple[Model, Dict[str, object]]:
     """Kajitsuka & Sato Lemma C.1 (Vardi et al.'s Õ(√N) memorizer, zero on extra points).
@@ -684,12 +705,9 @@ def build_c1(points: Sequence, labels: Sequence, C: int, extra: Sequence = (), s
     """
     prep = prepare(points, labels, extra, C)
     proj = project_to_line(prep, seed)
-    xs, ys = _sorted_labelled(prep, proj)
-    rho = max(2, max(_floor_frac(x) for x in xs).bit_length())
-    lay = _layout(len(xs), rho, label_width(C), slots)
     prog = Program([f"z{k}" for k in range(prep.d)])
     _stage1(prog, proj)
-    out, groups = _emit_memorizer(prog, xs, ys, lay, reading)
+    out, lay = emit_stages_2_3(prog, prep, proj, C, slots, reading)
     prog.layer({"out": out}, relu=False, carry=False)
     model = Model(tuple(prog.compile(["out"])), "vectors", prep.d, "last", "identity", name="vardi_c1")
     info = _common_info(prep, proj, C)
