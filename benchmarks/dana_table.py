@@ -4,13 +4,16 @@ For N ∈ {10, 50}, S = 2, d ∈ {2, 4, 10}, d_h ∈ {1, 2, d}, H ∈ {1, …, 3
 random look-up table: build the AoT of ``exactmem.constructions.dana`` for
 T0 = min(H·d_h + d, N^S) sequences, write the certificate and run the independent checker.
 
-Mode (b) (rational weights) runs on every row; mode (a) (exact base-2 softmax) on the paper's
-grid H ∈ {1, 6, …, 31} by default (``--base2-all`` for every H): its exact rank of F is
-reported, and when it is full the network is built and certified too.
+Mode (b) (rational weights) runs on every row; mode (a) (exact base-2 softmax, attention kind
+``softmax2``) on the paper's grid H ∈ {1, 6, …, 31} by default (``--base2-all`` for every H):
+its exact rank of F is reported, and when it is full the network is built and certified
+twice, exactly — with the exact readout W_O, W_U and with the smallest B-bit rounding of it
+that the exact evaluation still certifies (``dana.with_rounded_readout``).
 
     python benchmarks/dana_table.py                 # full table, writes docs/dana.md's table
     python benchmarks/dana_table.py --quick         # N = 10 only, H ∈ {1, 6, ..., 31}
     python benchmarks/dana_table.py --no-write      # print only
+    python benchmarks/dana_table.py --timing 11,16,21,26   # mode (a) seconds at N = 50, d = d_h = 10
 
 The table goes between the markers ``<!-- dana-table:start -->`` and ``<!-- dana-table:end -->``
 of docs/dana.md. Times are printed, never asserted. Seeds: table seed = construction seed =
@@ -64,23 +67,35 @@ def log2_of(q: Fraction) -> str:
     return f"{math.log2(q.numerator) - math.log2(q.denominator):.1f}"  # display only
 
 
-def certify_row(N, d, dh, H, mode, seed, sigma):
-    T0 = min(dana.capacity(d, dh, H), N * N)
-    table = spread_table(N, 2, seed, T0=T0)
-    t0 = time.perf_counter()
-    b = dana.build_association(table, d, dh, H, mode=mode, seed=seed, sigma_min=sigma)
-    t1 = time.perf_counter()
+def _check(b, N, d, dh, H, T0, mode, seed):
     claims = [Claim("n_examples", "==", T0), Claim("n_params", "==", dana.paper_param_count(N, 2, d, dh, H)),
               Claim("attention_layers", "==", 1)]
     doc = build_certificate("dana.table", f"N{N}-d{d}-dh{dh}-H{H}-{mode}", seed, b.model, b.dataset,
                             list(b.dataset.labels), claims)
+    t = time.perf_counter()
     v = check_certificate(doc)
-    t2 = time.perf_counter()
     m = measure(b.model)
-    return {"T0": T0, "verdict": v.status, "B": b.info["bits"], "max_bits": m.max_bits,
-            "mean_bits": m.total_bits / m.n_params, "params": m.n_params, "logdet": b.info.get("log2_det_F"),
-            "sigma": b.info.get("sigma_min_lower"), "exact_bits": b.info.get("exact_max_bits"),
-            "build_s": t1 - t0, "check_s": t2 - t1}
+    return {"T0": T0, "verdict": v.status, "exact": v.precision is None, "B": b.info["bits"],
+            "max_bits": m.max_bits, "mean_bits": m.total_bits / m.n_params, "params": m.n_params,
+            "logdet": b.info.get("log2_det_F"), "sigma": b.info.get("sigma_min_lower"),
+            "exact_bits": b.info.get("exact_max_bits"), "check_s": time.perf_counter() - t}
+
+
+def certify_row(N, d, dh, H, mode, seed, sigma):
+    """Build and certify one row. Mode (a) (base 2, softmax2): the exact network, and its
+    B-bit rounded readout as ``rec["rounded"]`` — both certified in exact arithmetic."""
+    T0 = min(dana.capacity(d, dh, H), N * N)
+    table = spread_table(N, 2, seed, T0=T0)
+    t0 = time.perf_counter()
+    b = dana.build_association(table, d, dh, H, mode=mode, seed=seed, sigma_min=sigma)
+    rec = _check(b, N, d, dh, H, T0, mode, seed)
+    rec["build_s"] = time.perf_counter() - t0 - rec["check_s"]
+    if mode == "base2" and dana.uses_softmax2(b.design):
+        t1 = time.perf_counter()
+        r = dana.with_rounded_readout(b)
+        rec["rounded"] = _check(r, N, d, dh, H, T0, "base2-rounded", seed)
+        rec["rounded"]["build_s"] = time.perf_counter() - t1 - rec["rounded"]["check_s"]
+    return rec
 
 
 def base2_rank(N, d, dh, H, seed):
@@ -116,7 +131,8 @@ def run(args):
             b = rec["b"]
             print(f"N={N} d={d} dh={dh} H={H}: (b) {b.get('verdict')} T0={b.get('T0')} B={b.get('B')} "
                   f"build {b.get('build_s', 0):.1f}s check {b.get('check_s', 0):.1f}s"
-                  + (f" | (a) rank {rec['a_rank'][0]}/{rec['a_rank'][1]} {rec.get('a', {}).get('verdict', '')}"
+                  + (f" | (a) rank {rec['a_rank'][0]}/{rec['a_rank'][1]} {rec.get('a', {}).get('verdict', '')} "
+                     f"build {rec.get('a', {}).get('build_s', 0):.1f}s check {rec.get('a', {}).get('check_s', 0):.1f}s"
                      if 'a_rank' in rec else ""), file=sys.stderr, flush=True)
     return rows
 
@@ -124,7 +140,8 @@ def run(args):
 def table_markdown(rows, only_grid: bool) -> str:
     head = ["N", "d", "d_h", "H", "T0 = min(H d_h + d, N²)", "(b) verdict", "(b) bits B", "(b) max / mean bits",
             "params = d(S+2N+4d_hH)", "rank-1 params", "log2 abs(det F) (b)", "σ_min(F) ≥ (b)",
-            "(a) exact rank F", "(a) verdict, bits B / exact-solve max bits", "Mahdavi H(d_h−1)+1",
+            "(a) exact rank F", "(a) softmax2, exact W_O, W_U: verdict, max / mean bits",
+            "(a) softmax2, rounded: verdict, B, max / mean bits", "Mahdavi H(d_h−1)+1",
             "Cor. 2 φ(certified)", "φ(Mahdavi)"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -136,15 +153,19 @@ def table_markdown(rows, only_grid: bool) -> str:
         ok = b.get("verdict") == "CERTIFIED"
         cert = T0 if ok else 0
         a = r.get("a", {})
+        ar = a.get("rounded", {})
         a_rank = f"{r['a_rank'][0]}/{r['a_rank'][1]}" if "a_rank" in r else "—"
-        a_cell = (f"{a['verdict']}, {a['B']} / {a['exact_bits']}" if a.get("verdict") == "CERTIFIED"
-                  else (a.get("verdict", "—")[:20] if a else "—"))
+        a_cell = (f"{a['verdict']}{' (exact)' if a['exact'] else ''}, {a['max_bits']} / {a['mean_bits']:.0f}"
+                  if a.get("verdict") == "CERTIFIED" else (a.get("verdict", "—")[:20] if a else "—"))
+        ar_cell = (f"{ar['verdict']}{' (exact)' if ar['exact'] else ''}, {ar['B']}, {ar['max_bits']} / "
+                   f"{ar['mean_bits']:.1f}" if ar.get("verdict") == "CERTIFIED" else (ar.get("verdict", "—")[:20]
+                                                                                    if ar else "—"))
         mah = dana.mahdavi_capacity(dh, H)
         cells = [N, d, dh, H, T0, b.get("verdict", "?")[:24], b.get("B", "—"),
                  f"{b['max_bits']} / {b['mean_bits']:.1f}" if ok else "—",
                  b.get("params", "—"), dana.paper_param_count(N, 2, d, dh, H, rank1=True),
                  fmt_logdet(b.get("logdet")), ("2^" + log2_of(b.get("sigma"))) if b.get("sigma") else "—",
-                 a_rank, a_cell, mah, f"{float(dana.corollary2_accuracy(cert, N * N, N)):.3f}",
+                 a_rank, a_cell, ar_cell, mah, f"{float(dana.corollary2_accuracy(cert, N * N, N)):.3f}",
                  f"{float(dana.corollary2_accuracy(mah, N * N, N)):.3f}"]
         out.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(out)
@@ -251,6 +272,48 @@ def theorem1_markdown(seed: int = 0) -> str:
     return "\n".join(out)
 
 
+def timing(Hs, seed: int = 0, N: int = 50, d: int = 10, dh: int = 10):
+    """Mode (a) seconds per stage (one core) on the spread table: build (exact solve), producer
+    forward pass, certificate write, independent pure check — for the exact softmax2 network
+    and for its rounded readout (its build = the exact build + the exact search for B)."""
+    import tempfile
+
+    from exactmem.certificate.checker import load_certificate
+    from exactmem.certificate.writer import write_certificate
+    from exactmem.model import decode_output, forward
+
+    print("| H | T0 | network | verdict | max / mean bits | file MB | build s | forward s | write s | check s | "
+          "build + check s | total s |\n|" + "---|" * 12)
+    for H in Hs:
+        T0 = min(dana.capacity(d, dh, H), N * N)
+        table = spread_table(N, 2, seed, T0=T0)
+        t0 = time.perf_counter()
+        b = dana.build_association(table, d, dh, H, mode="base2", seed=seed, sigma_min=False)
+        build = time.perf_counter() - t0
+        for name, net in (("exact", b), ("rounded", None)):
+            if net is None:  # the rounded network's build = the exact build + the exact B search
+                t0 = time.perf_counter()
+                net = dana.with_rounded_readout(b)
+                build += time.perf_counter() - t0
+                name = f"rounded, B = {net.info['bits']}"
+            t1 = time.perf_counter()
+            res = forward(net.model, net.dataset.inputs)
+            outs = [decode_output(net.model, o) for o in res.outputs]
+            t2 = time.perf_counter()
+            doc = build_certificate("dana.timing", f"H{H}", seed, net.model, net.dataset, outs,
+                                    [Claim("n_examples", "==", T0)])
+            with tempfile.TemporaryDirectory() as tmp:
+                path = write_certificate(doc, os.path.join(tmp, "c.json"))
+                mb = os.path.getsize(path) / 1e6
+                t3 = time.perf_counter()
+                v = check_certificate(load_certificate(path))
+                t4 = time.perf_counter()
+            m = measure(net.model)
+            print(f"| {H} | {T0} | {name} | {v.status}{' (exact)' if v.precision is None else ''} | "
+                  f"{m.max_bits} / {m.total_bits / m.n_params:.1f} | {mb:.1f} | {build:.1f} | {t2 - t1:.1f} | "
+                  f"{t3 - t2:.1f} | {t4 - t3:.1f} | {build + t4 - t3:.1f} | {build + t4 - t1:.1f} |", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -260,7 +323,11 @@ def main(argv=None):
     ap.add_argument("--no-sigma", action="store_true", help="skip the certified σ_min bound")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--extras", action="store_true", help="only the Prop. 3 and Theorem 1 tables")
+    ap.add_argument("--timing", metavar="H,H,...", help="mode (a) seconds per stage at N = 50, d = d_h = 10")
     args = ap.parse_args(argv)
+    if args.timing:
+        timing([int(h) for h in args.timing.split(",")], args.seed)
+        return
     if args.extras:
         md = ("### Query-key choices and conditioning (note §3.6)\n\n" + conditioning_markdown(args.seed)
               + "\n\n### Proposition 3 (circle target)\n\n" + prop3_markdown()

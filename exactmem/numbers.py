@@ -22,6 +22,30 @@ class RationalFormatError(ValueError):
     """A string is not an exact rational of the form ``p`` or ``p/q``."""
 
 
+_DIGITS = 4000  # below CPython's default 4300-digit limit on int <-> str conversion
+
+
+def str_to_int(s: str) -> int:
+    """int(s) for a decimal string of any length (split in halves below the 4300-digit limit)."""
+    if len(s) <= _DIGITS:
+        return int(s)
+    if s[0] == "-":
+        return -str_to_int(s[1:])
+    k = len(s) // 2
+    return str_to_int(s[:-k]) * 10 ** k + str_to_int(s[-k:])
+
+
+def int_to_str(n: int) -> str:
+    """str(n) for an int of any size (exact rationals of Dana et al.'s mode (a) reach ~10^24000)."""
+    if n < 0:
+        return "-" + int_to_str(-n)
+    if n.bit_length() < 3 * _DIGITS:
+        return str(n)
+    k = n.bit_length() * 3 // 20  # about half the decimal digits (log10 2 > 3/10)
+    hi, lo = divmod(n, 10 ** k)
+    return int_to_str(hi) + int_to_str(lo).rjust(k, "0")
+
+
 def parse_rational(text: str) -> Fraction:
     """Parse ``"p"`` or ``"p/q"`` (q > 0) into a Fraction; reject anything else."""
     if not isinstance(text, str):
@@ -29,8 +53,8 @@ def parse_rational(text: str) -> Fraction:
     m = _RATIONAL_RE.match(text)
     if not m:
         raise RationalFormatError(f"not a rational 'p' or 'p/q': {text!r}")
-    p = int(m.group(1))
-    q = int(m.group(2)) if m.group(2) is not None else 1
+    p = str_to_int(m.group(1))
+    q = str_to_int(m.group(2)) if m.group(2) is not None else 1
     if q == 0:
         raise RationalFormatError(f"zero denominator in {text!r}")
     return Fraction(p, q)
@@ -40,8 +64,8 @@ def format_rational(x: RationalLike) -> str:
     """Print a rational as ``"p"`` or ``"p/q"`` in lowest terms."""
     x = to_rational(x)
     if x.denominator == 1:
-        return str(x.numerator)
-    return f"{x.numerator}/{x.denominator}"
+        return int_to_str(x.numerator)
+    return f"{int_to_str(x.numerator)}/{int_to_str(x.denominator)}"
 
 
 def to_rational(x: RationalLike) -> Fraction:

@@ -7,8 +7,11 @@ Reference: the technical note ``papers/dana.md`` (§1–§3; errata §7). The co
   attention layer with H heads of dimension d_h and a skip connection, unembedding, argmax)
   memorizes T0 = H·d_h + d associations of a random look-up table, with
   d(S + 2N + 4·d_h·H) parameters (Theorem 1's count). Mode (b): rational weights.
-* ``dana.corollary1.base2`` — the same with mode (a): F, its rank and the solve exact over Q
-  for base-2 softmax; the certified network uses a dyadic ρ ≈ ln 2 in W_Q.
+* ``dana.corollary1.base2`` — the same with mode (a): integer embeddings and query-key
+  matrices, attention kind ``softmax2`` (weights 2^{k_s}/Σ_j 2^{k_j}, note §3.7); F, its rank
+  and the solve are exact over Q and the independent checker certifies the stored network in
+  exact rational arithmetic — with the exact W_O, W_U, or (``-rounded`` instances) with the
+  smallest B-bit rounding of them that the exact evaluation still certifies.
 * ``dana.remark2.rank1`` — Remark 2: rank-1 query/key vectors (W_Q, W_K ∈ R^{1×d}), with
   d(S + 2N + 2(d_h + 1)H) parameters.
 * ``dana.theorem1`` — Theorem 1 (distribution memorization): on the T_ε most likely
@@ -51,7 +54,12 @@ def build_corollary1(params, seed, mode="rational", rank1=False):
 
 
 def build_base2(params, seed):
-    return build_corollary1(params, seed, mode="base2")
+    N, S, d, dh, H = (params[k] for k in ("N", "S", "d", "dh", "H"))
+    T0 = dana.capacity(d, dh, H)
+    table = spread_table(N, S, seed, T0=T0)
+    b = dana.build_association(table, d, dh, H, mode="base2", seed=seed, sigma_min=False,
+                               round_readout=params.get("round", False))
+    return Built(b.model, b.dataset, _size_claims(N, S, d, dh, H, T0), info=b.info)
 
 
 def build_rank1(params, seed):
@@ -63,7 +71,8 @@ def build_theorem1(params, seed):
     eps = Fraction(params.get("eps", 0))
     data = random_conditionals(N, S, seed, uniform_prior=params.get("uniform", False))
     tol = Fraction(1, 2 ** params.get("tol_bits", 10))
-    b = dana.build_distribution(data, d, dh, eps, mode=params.get("mode", "rational"), seed=seed, tol=tol)
+    b = dana.build_distribution(data, d, dh, eps, mode=params.get("mode", "rational"), seed=seed, tol=tol,
+                                round_readout=params.get("round", False))
     Te = t_epsilon(data, eps)
     H = b.design.H
     claims = _size_claims(N, S, d, dh, H, Te, what="Theorem 1")
@@ -73,7 +82,7 @@ def build_theorem1(params, seed):
 
 def _inst(N, d, dh, H, sizes=("small", "medium"), **extra):
     params = {"N": N, "S": 2, "d": d, "dh": dh, "H": H, **extra}
-    return Instance(f"N{N}-d{d}-dh{dh}-H{H}", params, sizes)
+    return Instance(f"N{N}-d{d}-dh{dh}-H{H}" + ("-rounded" if extra.get("round") else ""), params, sizes)
 
 
 THEOREMS = [
@@ -96,14 +105,20 @@ THEOREMS = [
     Theorem(
         name="dana.corollary1.base2",
         statement="Corollary 1 in mode (a): with integer embeddings and W_QK = ln 2 times an integer matrix the "
-                  "attention weights are rational, F has exact full column rank H d_h + d over Q and the exact "
-                  "solve hits the targets; the certified network replaces ln 2 by a dyadic rho.",
+                  "attention weights 2^k/sum 2^k are rational (attention kind softmax2), F has exact full column "
+                  "rank H d_h + d over Q, and the network with the exact (or B-bit rounded) W_O, W_U memorizes "
+                  "the T0 associations - certified in exact rational arithmetic, no intervals.",
         source=SOURCE + ", Corollary 1; note §3.7 (exact base-2 softmax)",
         build=build_base2,
         instances=[
             _inst(10, 2, 2, 2),
             _inst(10, 4, 2, 3),
+            _inst(20, 6, 6, 3),
+            _inst(20, 6, 6, 3, round=True),
+            _inst(50, 10, 10, 6, ("medium",)),
             _inst(50, 10, 10, 11, ("medium", "large")),
+            _inst(50, 10, 10, 11, ("medium", "large"), round=True),
+            _inst(50, 10, 10, 21, ("large",), round=True),
         ],
     ),
     Theorem(
@@ -127,6 +142,8 @@ THEOREMS = [
         instances=[
             Instance("N4-d2-dh2-eps0", {"N": 4, "S": 2, "d": 2, "dh": 2, "eps": 0}, ("small", "medium")),
             Instance("N4-d3-dh3-eps1-4", {"N": 4, "S": 2, "d": 3, "dh": 3, "eps": "1/4"}, ("small", "medium")),
+            Instance("N4-d2-dh2-eps0-base2", {"N": 4, "S": 2, "d": 2, "dh": 2, "eps": 0, "mode": "base2"},
+                     ("small", "medium")),
             Instance("N6-d4-dh2-eps1-2", {"N": 6, "S": 2, "d": 4, "dh": 2, "eps": "1/2"}, ("medium", "large")),
         ],
     ),

@@ -16,7 +16,7 @@ from exactmem.certify import certify_file
 from exactmem.constructions import dana
 from exactmem.data.dana_data import (Conditionals, LookupTable, random_conditionals, random_table, t_epsilon)
 from exactmem.data.dataset import DataError
-from exactmem.model import measure
+from exactmem.model import forward, measure
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOF = os.path.join(ROOT, "proofs", "dana.py")
@@ -47,20 +47,61 @@ def test_largest_T0_certified(N, d, dh, H, mode):
     assert b.info["rank"] == T0
 
 
-def test_base2_ideal_network_is_exact():
-    """Mode (a): the ideal network (weights exactly 2^k/Σ2^k) outputs W E(t) exactly, with margin."""
+def test_base2_network_is_softmax2_and_certified_exactly():
+    """Mode (a): the stored network has attention kind softmax2 (weights 2^k/Σ2^k), WQ = Q_h,
+    WK = K_h and the exact W_O, W_U; the core's forward pass, the reference evaluator
+    base2_logits and the targets W E(t) agree exactly, and the independent checker certifies
+    it in exact arithmetic (no intervals)."""
     table = random_table(10, 2, seed=5, T0=10)
     b = dana.build_association(table, 4, 2, 3, mode="base2", seed=2, sigma_min=False)
+    att = b.model.layers[1]
+    assert att.kind == "softmax2" and not b.model.has_softmax and b.info["bits"] is None
+    for h, hc in zip(att.heads, b.design.heads):
+        assert [list(r) for r in h.WQ] == hc.Q and [list(r) for r in h.WK] == hc.K
+    assert [list(r) for r in b.model.layers[2].W] == b.exact_readout.WU
+    res = forward(b.model, b.dataset.inputs)
+    assert res.exact
     heads = dana.ideal_heads(b)
-    for t, e, g in zip(table.sequences, b.targets, table.labels):
+    for t, e, g, out in zip(table.sequences, b.targets, table.labels, res.outputs):
         logits = dana.base2_logits(b.design.E, b.design.P, heads, b.exact_readout.WU, t)
-        assert logits == [dana._dot(w, e) for w in b.W]
+        assert logits == [dana._dot(w, e) for w in b.W] == out
         assert all(logits[g] > x for j, x in enumerate(logits) if j != g)
     assert b.info["rank_certificate"].startswith("exact rank over Q")
-    # the certified model's only transcendental replacement: WQ = rho * Q with rho a dyadic near ln 2
+    doc, v = _certify(b, [Claim("n_params", "==", dana.paper_param_count(10, 2, 4, 2, 3))])
+    assert doc["model"]["layers"][1]["kind"] == "softmax2"
+    assert v.status == "CERTIFIED" and v.message.endswith("(exact)") and v.precision is None
+    bad = copy.deepcopy(doc)
+    g = bad["dataset"]["labels"][3]
+    bad["dataset"]["labels"][3] = bad["outputs"][3] = (g + 1) % 10
+    w = check_certificate(_rehash(bad))
+    assert w.status == "REFUTED" and w.witness["example"] == 3 and w.witness["reason"] == "label"
+
+
+def test_base2_rounded_readout_certified_exactly():
+    """round_readout: the smallest B-bit W_O, W_U that the exact evaluation still certifies;
+    the logits are no longer W E(t) but every argmax is, exactly."""
+    table = random_table(20, 2, seed=3, T0=dana.capacity(6, 6, 3))
+    exact = dana.build_association(table, 6, 6, 3, mode="base2", seed=1, sigma_min=False)
+    b = dana.build_association(table, 6, 6, 3, mode="base2", seed=1, sigma_min=True, round_readout=True)
+    assert b.model.layers[1].kind == "softmax2" and isinstance(b.info["bits"], int)
+    assert measure(b.model).max_bits < 64 < measure(exact.model).max_bits
+    assert b.info["sigma_min_lower"] > 0
+    out = forward(b.model, b.dataset.inputs).outputs
+    assert out != forward(exact.model, exact.dataset.inputs).outputs
+    _, v = _certify(b)
+    assert v.status == "CERTIFIED" and v.message.endswith("(exact)")
+
+
+def test_base3_falls_back_to_rho_network():
+    """softmax2 is base 2 only: another base keeps the ρ ≈ ln b network, certified with intervals."""
+    table = random_table(10, 2, seed=5, T0=10)
+    b = dana.build_association(table, 4, 2, 3, mode="base2", seed=2, sigma_min=False, bases=[3])
+    assert b.model.layers[1].kind == "softmax"
     rho = b.model.layers[1].heads[0].WQ[0][next(j for j, x in enumerate(b.design.heads[0].Q[0]) if x)] / \
         next(x for x in b.design.heads[0].Q[0] if x)
-    assert rho.denominator & (rho.denominator - 1) == 0 and Fraction(69, 100) < rho < Fraction(70, 100)
+    assert rho.denominator & (rho.denominator - 1) == 0 and Fraction(108, 100) < rho < Fraction(112, 100)
+    _, v = _certify(b)
+    assert v.status == "CERTIFIED" and v.precision is not None
 
 
 def test_rank1_parameter_count_remark2():
@@ -234,6 +275,25 @@ def test_comparison_formulas():
 
 
 # ---------------------------------------------------------------- Theorem 1 (distribution)
+
+def test_theorem1_base2_exact_logits():
+    """Theorem 1 in mode (a): the softmax2 network's logits are exactly W E(t) on the T_ε sequences."""
+    data = random_conditionals(4, 2, seed=0)
+    tol = Fraction(1, 1024)
+    b = dana.build_distribution(data, 2, 2, 0, mode="base2", seed=0, tol=tol)
+    assert b.model.layers[1].kind == "softmax2"
+    out = forward(b.model, b.dataset.inputs).outputs
+    assert out == [list(lab) for lab in b.dataset.labels]  # exactly W E(t): error 0 ≤ tol
+    doc = build_certificate("dana.test", "t", 0, b.model, b.dataset, out, [], error_bound=tol)
+    v = check_certificate(doc)
+    assert v.status == "CERTIFIED" and v.message.endswith("(exact)")
+    doc["dataset"]["labels"][0][0] = str(Fraction(doc["dataset"]["labels"][0][0]) + 2 * tol)
+    assert check_certificate(_rehash(doc)).status == "REFUTED"
+    r = dana.with_rounded_readout(b, tol=tol)  # smallest B with |T(t) − W E(t)| ≤ tol, exactly
+    out = forward(r.model, r.dataset.inputs).outputs
+    assert out != [list(lab) for lab in r.dataset.labels] and measure(r.model).max_bits < 64
+    assert all(abs(x - y) <= tol for o, lab in zip(out, r.dataset.labels) for x, y in zip(o, lab))
+
 
 def test_theorem1_kl_bound_certified():
     data = random_conditionals(3, 2, seed=1)

@@ -9,6 +9,12 @@ no floating point is involved.
 Exact evaluation keeps each sequence as integer columns over one common denominator D
 (``nums / D``); a layer's matrix is stored as integers over its least common denominator L,
 so a token-wise layer is integer dot products and the new denominator is ``L * D``.
+
+``softmax2`` attention (base-2 softmax, Dana et al. note §3.7) is exact: its scores must be
+integers s_k and its weights are 2^{s_k − min s}/Σ_j 2^{s_j − min s}, integer numerators over
+one integer denominator. A non-integer score refutes the example (witness: layer, head,
+query, key position, score); a score spread max s − min s above ``SOFTMAX2_MAX_SPREAD`` leaves
+the example undecided (UNKNOWN) instead of forming 2^spread.
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ QUANTITIES = ("n_params", "n_nonzero", "width", "relu_depth", "attention_layers"
 OPS = {"==": lambda a, b: a == b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b,
        "<": lambda a, b: a < b, ">": lambda a, b: a > b}
 START_PRECISION = 64
+ATTENTION_KINDS = ("softmax", "hardmax", "uniform", "softmax2")
+SOFTMAX2_MAX_SPREAD = 1 << 20  # largest max s − min s of one query's softmax2 scores the checker evaluates
 
 
 class MalformedCertificate(Exception):
@@ -66,6 +74,16 @@ class Verdict:
 
 class _Undecided(Exception):
     """The intervals at the current precision cannot decide a comparison."""
+
+
+class _Softmax2Fault(Exception):
+    """A softmax2 score is not an integer (``spread`` None) or a query's scores spread too far.
+
+    ``where`` = (head, query position, key position); ``layer`` is filled in by the caller."""
+
+    def __init__(self, where: Tuple[int, int, int], score, spread: Optional[int] = None):
+        super().__init__()
+        self.where, self.score, self.spread, self.layer, self.precision = where, score, spread, None, None
 
 
 # ---------------------------------------------------------------- scalars and formatting
@@ -396,7 +414,7 @@ def _layer(d, path: str, m: int, first: bool, tokens: bool, params: list, meas: 
         ff = _FF(_Lin.make(W1, b1), _Lin.make(W2, b2), _bool(d["residual"], f"{path}.residual"))
         return ff, m, max(m, len(W1))
     _obj(d, path, ("type", "kind", "residual", "query", "keys", "heads"))
-    kind = _str(d["kind"], f"{path}.kind", ("softmax", "hardmax", "uniform"))
+    kind = _str(d["kind"], f"{path}.kind", ATTENTION_KINDS)
     residual = _bool(d["residual"], f"{path}.residual")
     heads, m_out, sH, vH = [], None, 0, 0
     for h, hd in enumerate(_list(d["heads"], f"{path}.heads", nonempty=True)):
@@ -569,6 +587,18 @@ def _combine(parts: List[Tuple[List[int], int]]) -> Tuple[List[int], int]:
     return out, den
 
 
+def _softmax2_exponents(scores: List, where) -> List[int]:
+    """s_k − min s for integer scores (Fractions); _Softmax2Fault otherwise or past the spread limit."""
+    for k, sc in enumerate(scores):
+        if sc.denominator != 1:
+            raise _Softmax2Fault(where(k), sc)
+    ints = [sc.numerator for sc in scores]
+    lo, hi = min(ints), max(ints)
+    if hi - lo > SOFTMAX2_MAX_SPREAD:
+        raise _Softmax2Fault(where(ints.index(hi)), scores[ints.index(hi)], hi - lo)
+    return [x - lo for x in ints]
+
+
 def _exact_layer(layer, cols: List[List[int]], D: int):
     if isinstance(layer, _Affine):
         return [layer.lin.apply(c, D, layer.relu) for c in cols], D * layer.lin.L
@@ -580,28 +610,37 @@ def _exact_layer(layer, cols: List[List[int]], D: int):
             k = l1.L * l2.L
             out = [list(map(add, o, map(mul, c, repeat(k)))) for o, c in zip(out, cols)]
         return out, D * l1.L * l2.L
-    # hardmax / uniform attention (softmax layers are evaluated with intervals)
+    # hardmax / uniform / softmax2 attention (softmax layers are evaluated with intervals)
     n = len(cols)
     queries = [n - 1] if layer.query == "last" else range(n)
     heads = []
     for WQ, WK, WV, WO in layer.heads:
         keys = [WK.apply(c, D) for c in cols] if WK is not None else None
-        heads.append((WQ, keys, WV, WO))
+        heads.append((WQ, WK, keys, WV, WO))
     res = []
     for j in queries:
         K = [k for k in range(n) if layer.keys == "all" or k != j]
         parts = [(cols[j], D)] if layer.residual else []
-        for WQ, keys, WV, WO in heads:
+        for h, (WQ, WK, keys, WV, WO) in enumerate(heads):
             if keys is None:
-                I = K
+                I, Z = K, len(K)
+                z = list(map(sum, zip(*(cols[k] for k in I))))
             else:
                 q = WQ.apply(cols[j], D)
                 sc = [sum(map(mul, keys[k], q)) for k in K]
-                best = max(sc)
-                I = [k for k, s in zip(K, sc) if s == best]
-            z = list(map(sum, zip(*(cols[k] for k in I))))
+                if layer.kind == "softmax2":
+                    den = D * D * WQ.L * WK.L  # score k = sc[k] / den
+                    ex = _softmax2_exponents([Fraction(v, den) for v in sc], lambda i: (h, j, K[i]))
+                    a = [1 << x for x in ex]
+                    Z = sum(a)
+                    z = list(map(sum, zip(*(list(map(mul, cols[k], repeat(ak))) for k, ak in zip(K, a)))))
+                else:
+                    best = max(sc)
+                    I = [k for k, s in zip(K, sc) if s == best]
+                    Z = len(I)
+                    z = list(map(sum, zip(*(cols[k] for k in I))))
             o = WO.apply(WV.apply(z, D), D * WV.L)
-            parts.append((o, D * WV.L * WO.L * len(I)))
+            parts.append((o, D * WV.L * WO.L * Z))
         res.append(_combine(parts))
     den = lcm(*(d for _, d in res))
     return [c if d == den else list(map(mul, c, repeat(den // d))) for c, d in res], den
@@ -618,8 +657,12 @@ def _exact_prefix(cert: _Cert, x, stop: int):
         D = lcm(*(v.denominator for tok in x for v in tok))
         cols = [[v.numerator * (D // v.denominator) for v in tok] for tok in x]
         start = 0
-    for layer in layers[start:stop]:
-        cols, D = _exact_layer(layer, cols, D)
+    for i, layer in enumerate(layers[start:stop], start):
+        try:
+            cols, D = _exact_layer(layer, cols, D)
+        except _Softmax2Fault as f:
+            f.layer = i
+            raise
         if D.bit_length() > 256:
             g = gcd(D, *chain.from_iterable(cols))
             if g > 1:
@@ -651,6 +694,16 @@ def _argmax_set(scores: List[Interval]) -> List[int]:
     raise _Undecided()
 
 
+def _iv_integer(x: Interval) -> Optional[Fraction]:
+    """The integer value of a point interval; None if [lo, hi] contains no integer; _Undecided
+    if it contains one but is not a point."""
+    if x.lo == x.hi and x.lo.denominator == 1:
+        return x.lo
+    if -((-x.lo.numerator) // x.lo.denominator) > x.hi.numerator // x.hi.denominator:  # ceil(lo) > floor(hi)
+        return None
+    raise _Undecided()
+
+
 def _iv_layer(layer, cols: List[List[Interval]], p: int) -> List[List[Interval]]:
     if isinstance(layer, _Affine):
         return [_lin_iv(layer.lin, c, p, layer.relu) for c in cols]
@@ -669,7 +722,7 @@ def _iv_layer(layer, cols: List[List[Interval]], p: int) -> List[List[Interval]]
     for j in queries:
         K = [k for k in range(n) if layer.keys == "all" or k != j]
         parts = [cols[j]] if layer.residual else []
-        for WQ, keys, vals, WO in heads:
+        for h, (WQ, keys, vals, WO) in enumerate(heads):
             if keys is None:
                 w, I = [Fraction(1, len(K))] * len(K), K
             else:
@@ -677,6 +730,15 @@ def _iv_layer(layer, cols: List[List[Interval]], p: int) -> List[List[Interval]]
                 sc = [idot(keys[k], q, p) for k in K]
                 if layer.kind == "softmax":
                     w, I = softmax(sc, p), K
+                elif layer.kind == "softmax2":
+                    ints = [_iv_integer(x) for x in sc]
+                    bad = next((i for i, v in enumerate(ints) if v is None), None)
+                    if bad is not None:
+                        raise _Softmax2Fault((h, j, K[bad]), sc[bad])
+                    ex = _softmax2_exponents(ints, lambda i: (h, j, K[i]))
+                    a = [1 << x for x in ex]
+                    Z = sum(a)
+                    w, I = [Fraction(ak, Z) for ak in a], K
                 else:
                     I = [K[i] for i in _argmax_set(sc)]
                     w = [Fraction(1, len(I))] * len(I)
@@ -741,6 +803,33 @@ def _judge(cert: _Cert, e: int, out) -> Tuple[str, Optional[dict]]:
     return "pass", None
 
 
+def _check_example(cert: _Cert, e: int, x, stop: int, cap: int, used: Optional[int]):
+    """(status, witness, precision used so far) for example e; exact layers first, then intervals
+    from the first softmax layer on (doubling the precision while undecided)."""
+    cols, D = _exact_prefix(cert, x, stop)
+    if cert.softmax_at is None:
+        keep = cols[-1:] if cert.position == "last" else cols
+        status, wit = _judge(cert, e, [[Fraction(v, D) for v in c] for c in keep])
+        return status, wit, used
+    start = [[Interval(Fraction(v, D), Fraction(v, D)) for v in c] for c in cols]
+    for p in _precisions(cap):
+        used = p if used is None else max(used, p)
+        try:
+            iv = start
+            for i, layer in enumerate(cert.layers[stop:], stop):
+                try:
+                    iv = _iv_layer(layer, iv, p)
+                except _Softmax2Fault as f:
+                    f.layer, f.precision = i, used
+                    raise
+            status, wit = _judge(cert, e, iv)
+        except _Undecided:
+            status, wit = "undecided", None
+        if status != "undecided":
+            break
+    return status, wit, used
+
+
 def _precisions(cap: int):
     p = min(START_PRECISION, cap)
     while True:
@@ -762,25 +851,23 @@ def check_certificate(doc: dict, max_precision: Optional[int] = None) -> Verdict
         _integer(max_precision, "max_precision argument", 1)
     cap = max_precision if max_precision is not None else cert.max_precision
     stop = len(cert.layers) if cert.softmax_at is None else cert.softmax_at
-    used, undecided = None, []
+    used, undecided, notes = None, [], []
     for e, x in enumerate(cert.inputs):
-        cols, D = _exact_prefix(cert, x, stop)
-        if cert.softmax_at is None:
-            keep = cols[-1:] if cert.position == "last" else cols
-            status, wit = _judge(cert, e, [[Fraction(v, D) for v in c] for c in keep])
-        else:
-            start = [[Interval(Fraction(v, D), Fraction(v, D)) for v in c] for c in cols]
-            for p in _precisions(cap):
-                used = p if used is None else max(used, p)
-                try:
-                    iv = start
-                    for layer in cert.layers[stop:]:
-                        iv = _iv_layer(layer, iv, p)
-                    status, wit = _judge(cert, e, iv)
-                except _Undecided:
-                    status, wit = "undecided", None
-                if status != "undecided":
-                    break
+        try:
+            status, wit, used = _check_example(cert, e, x, stop, cap, used)
+        except _Softmax2Fault as f:
+            used = f.precision if f.precision is not None else used
+            if f.spread is not None:
+                status = "undecided"
+                notes.append(f"example {e}: softmax2 score spread {f.spread} at model.layers[{f.layer}] exceeds the "
+                             f"checker's limit 2^20")
+            else:
+                h, j, k = f.where
+                wit = {"example": e, "reason": "softmax2_score", "layer": f.layer, "head": h, "query": j,
+                       "position": k, "score": _fmt(f.score)}
+                return Verdict("REFUTED", wit, f"example {e}: softmax2 score {json.dumps(_fmt(f.score))} of key "
+                                               f"position {k} (model.layers[{f.layer}], head {h}, query {j}) is "
+                                               f"not an integer", used, measured)
         if status == "fail":
             what = "claimed output differs from" if wit["reason"] == "outputs" else "label not met by"
             return Verdict("REFUTED", wit, f"example {e}: {what} the re-derived output", used, measured)
@@ -789,8 +876,9 @@ def check_certificate(doc: dict, max_precision: Optional[int] = None) -> Verdict
     n, k = len(cert.inputs), len(cert.claims)
     if undecided:
         shown = ", ".join(map(str, undecided[:10])) + (", ..." if len(undecided) > 10 else "")
+        why = f" ({'; '.join(notes[:3])}{'; ...' if len(notes) > 3 else ''})" if notes else ""
         return Verdict("UNKNOWN", None, f"{len(undecided)} of {n} examples undecided at precision {cap} "
-                                        f"(examples {shown}); no refutation found", used, measured)
+                                        f"(examples {shown}){why}; no refutation found", used, measured)
     tail = f" (interval precision up to {used} bits)" if used is not None else " (exact)"
     return Verdict("CERTIFIED", None, f"all {n} examples pass and all {k} claims hold{tail}", used, measured)
 

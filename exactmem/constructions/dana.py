@@ -21,18 +21,21 @@ Two softmax modes (see ``docs/dana.md``):
   query-key matrices Q_h, K_h with W_QK^h = (ln b_h)·Q_hᵀK_h, so the scores are integers k_s
   times ln b_h and the attention weights b^{k_s}/Σ_j b^{k_j} are rational (note §3.7's
   exactness tip; b = 2 by default). F, its rank and the solve are exact over Q, and the
-  *ideal* network (weights exactly b^k/Σb^k) outputs W E(t) exactly. The core model has no
-  such attention kind, so the certified network replaces ln b by a dyadic ρ_h close to it
-  (WQ = ρ_h Q_h) and is certified in mode (b).
+  network with weights exactly b^k/Σb^k outputs W E(t) exactly. For b = 2 (the default) it
+  is stored as it is — attention kind ``softmax2``, WQ = Q_h, WK = K_h, the exact W_O and
+  W_U (or, with ``round_readout``, the smallest B-bit rounding that the *exact* evaluation
+  still certifies) — and the independent checker certifies it exactly, no intervals. Other
+  bases have no core attention kind: that network replaces ln b by a dyadic ρ_h close to it
+  (WQ = ρ_h Q_h, kind ``softmax``) and is certified in mode (b).
 * ``mode="rational"`` — mode (b), arbitrary rational weights: random rational embeddings and
   query-key matrices; softmax weights are transcendental, F is enclosed in Arb balls, its full
   column rank is certified by a ball determinant that excludes 0, and the readout is solved
   on the ball midpoints.
 
-In both modes the readout (W_O, W_U, and ρ in mode (a)) is rounded to B significant bits,
-with B the smallest number found by doubling and bisection for which a rigorous Arb
-enclosure of the rounded network's margins stays positive (the *design check*, used only to
-choose B). The verdict is always the independent checker's (``exactmem check``).
+In mode (b) (and mode (a) with a base ≠ 2) the readout (W_O, W_U, and ρ) is rounded to B
+significant bits, with B the smallest number found by doubling and bisection for which a
+rigorous Arb enclosure of the rounded network's margins stays positive (the *design check*,
+used only to choose B). The verdict is always the independent checker's (``exactmem check``).
 
 Everything the construction computes from the data is exact or a rigorous ball; floating
 point appears only in :func:`float_condition_estimate`, a labelled estimate for reports.
@@ -794,22 +797,51 @@ class DanaBuild:
     model: Model
     dataset: Dataset
     design: Design
-    exact_readout: Optional[Readout]  # mode (a): exact solution (ideal base-b network outputs W E(t))
+    exact_readout: Optional[Readout]  # mode (a): exact solution (the base-b network outputs W E(t))
     readout: Readout  # rounded, as stored in the model
     W: Mat  # target unembedding (circle)
     targets: List[Vec]  # E(t) columns
     info: Dict[str, object] = field(default_factory=dict)
+    features: Optional[List[Vec]] = field(default=None, repr=False)  # mode (a): exact F columns
 
 
-def assemble_model(design: Design, WQs: Sequence[Mat], readout: Readout, decode: str = "argmax") -> Model:
-    """Model([Embed(e, pos), Attention(H heads, softmax, residual, last query), Affine(W_U)]) (eq. (2))."""
+def with_rounded_readout(build: DanaBuild, B: Optional[int] = None, tol: Optional[Fraction] = None) -> DanaBuild:
+    """A softmax2 build (mode (a), base 2) with W_O, W_U rounded to B significant bits — by
+    default the smallest B (doubling, then bisection) for which the *exact* logits still give
+    every argmax (identity decoding: stay within ``tol`` of the labels). No new solve."""
+    if build.features is None or build.exact_readout is None or not uses_softmax2(build.design):
+        raise DataError("rounding with an exact check needs a mode (a) base-2 (softmax2) build")
+    design, base, d = build.design, build.exact_readout, build.design.d
+    ident = build.model.decode == "identity"
+    labels = None if ident else list(build.dataset.labels)
+    targets = [list(lab) for lab in build.dataset.labels] if ident else None
+    if ident and tol is None:
+        raise DataError("identity decoding needs the tolerance tol")
+    if B is None:
+        B = _choose_bits_exact(build.features, base, d, labels, targets, tol, start=16 if ident else 8)
+    elif not _exact_ok(build.features, base, d, B, labels, targets, tol):
+        raise DataError(f"the exact check of the {B}-bit readout fails (softmax2)")
+    model, readout, _ = _finish(design, base, base.rows, B, build.model.decode)
+    info = dict(build.info, bits=B)
+    return DanaBuild(model, build.dataset, design, base, readout, build.W, build.targets, info, build.features)
+
+
+def uses_softmax2(design: Design) -> bool:
+    """Mode (a) with base 2 on every head: the network is stored exactly with attention kind
+    ``softmax2`` (weights 2^{k_s}/Σ_j 2^{k_j}, note §3.7), WQ = Q_h, WK = K_h."""
+    return design.mode == "base2" and all(h.base == 2 for h in design.heads)
+
+
+def assemble_model(design: Design, WQs: Sequence[Mat], readout: Readout, decode: str = "argmax",
+                   kind: str = "softmax") -> Model:
+    """Model([Embed(e, pos), Attention(H heads, ``kind``, residual, last query), Affine(W_U)]) (eq. (2))."""
     dh = design.dh
     heads = []
     for h, (hc, WQ) in enumerate(zip(design.heads, WQs)):
         WOh = [r[h * dh:(h + 1) * dh] for r in readout.WO]
         heads.append(Head(WV=hc.V, WO=WOh, WQ=WQ, WK=hc.K))
     layers = [Embed(design.E, design.P),
-              Attention(heads, kind="softmax", residual=True, query="last", keys="all"),
+              Attention(heads, kind=kind, residual=True, query="last", keys="all"),
               Affine(readout.WU)]
     return Model(layers, input_type="tokens", input_dim=design.N, readout="last", decode=decode,
                  name="dana")
@@ -846,8 +878,8 @@ def _weights_bits(M: Mat) -> Tuple[int, Fraction]:
 def _solve_design(design: Design, seqs, E_cols: Sequence[Vec], W: Mat, prec: int, info: Dict[str, object]):
     """Feature matrix, rank certificate and readout solve for one design (note §3.1 steps 2–3).
 
-    Returns (rows used, readout before rounding, exact readout or None, score table) and fills
-    ``info``; raises :class:`RankDeficient` when rank F < T0.
+    Returns (rows used, readout before rounding, exact readout or None, score table, exact F
+    columns or None) and fills ``info``; raises :class:`RankDeficient` when rank F < T0.
     """
     d, T0 = design.d, len(seqs)
     rows_total = d + design.H * design.dh
@@ -864,7 +896,7 @@ def _solve_design(design: Design, seqs, E_cols: Sequence[Vec], W: Mat, prec: int
         ex_bits = _weights_bits(exact.WO + exact.WU)
         info.update(rank_certificate="exact rank over Q (flint fmpz_mat)", log2_det_F=log2_abs_interval(det),
                     exact_max_bits=ex_bits[0], exact_mean_bits=ex_bits[1])
-        return rows, exact, exact, sc
+        return rows, exact, exact, sc, F
     Fb = feature_matrix_ball(design, model_rhos(design, None), seqs, prec, sc)
     rows = _independent_rows(_ball_mids(Fb), d)[:T0] if T0 < rows_total else list(range(rows_total))
     if len(rows) < T0:
@@ -875,7 +907,7 @@ def _solve_design(design: Design, seqs, E_cols: Sequence[Vec], W: Mat, prec: int
         raise RankDeficient(f"the Arb determinant of F does not exclude 0 at precision {prec}")
     info.update(rank=T0, rank_certificate=f"Arb determinant of a {T0}×{T0} block of F excludes 0 "
                                           f"(precision {prec})", log2_det_F=logdet)
-    return rows, solve_readout_ball(Fb, E_cols, W, d, rows, prec), None, sc
+    return rows, solve_readout_ball(Fb, E_cols, W, d, rows, prec), None, sc, None
 
 
 def _choose_bits(design: Design, base: Readout, seqs, prec: int, sc, labels=None, targets=None, tol=None,
@@ -903,18 +935,52 @@ def _choose_bits(design: Design, base: Readout, seqs, prec: int, sc, labels=None
     return _smallest_bits(ok, start=start)
 
 
-def _finish(design: Design, base: Readout, rows: List[int], B: int, decode: str = "argmax"):
-    rhos = model_rhos(design, B)
+def exact_logits(F_cols: Sequence[Vec], WO: Mat, WU: Mat, d: int) -> Mat:
+    """Logits of the stored network on the memorized sequences, exactly: column t is
+    W_U (x(t,S) + W_O [W_V^h A^h(t)]_h) = W_U [I_d | W_O] F(t) (eq. (2); mode (a), base 2)."""
+    G = _mat_mul(WU, [[Fraction(int(i == k)) for k in range(d)] + list(WO[i]) for i in range(d)])
+    return _mat_mul(G, [list(r) for r in zip(*F_cols)])
+
+
+def _choose_bits_exact(F_cols, base: Readout, d: int, labels=None, targets=None, tol=None,
+                       start: int = 8) -> int:
+    """Smallest B (doubling, then bisection) for which the B-bit rounded readout passes on the
+    *exact* logits (softmax2): strict argmax margins, or |T(t) − target| ≤ tol. Exact, so the
+    independent checker then certifies the same network exactly."""
+    return _smallest_bits(lambda B: _exact_ok(F_cols, base, d, B, labels, targets, tol), start=start)
+
+
+def _exact_ok(F_cols, base: Readout, d: int, B: Optional[int], labels=None, targets=None, tol=None) -> bool:
+    """Does the B-bit rounded readout (B None: exact) pass on the exact logits? (softmax2)"""
+    L = exact_logits(F_cols, _round_mat(base.WO, B), _round_mat(base.WU, B), d)
+    if targets is not None:
+        return all(abs(L[j][t] - targets[t][j]) <= tol for t in range(len(targets)) for j in range(len(L)))
+    return all(L[g][t] > L[j][t] for t, g in enumerate(labels) for j in range(len(L)) if j != g)
+
+
+def _finish(design: Design, base: Readout, rows: List[int], B: Optional[int], decode: str = "argmax"):
+    """The stored network: readout rounded to B bits (B None: exact). softmax2 for mode (a)
+    with base 2 (WQ = Q_h, ρ = 1); otherwise kind softmax with WQ = ρ_h Q_h."""
     readout = Readout(base.M, _round_mat(base.WO, B), _round_mat(base.WU, B), rows)
+    if uses_softmax2(design):
+        rhos = [Fraction(1)] * design.H
+        return (assemble_model(design, model_query_matrices(design, rhos), readout, decode, kind="softmax2"),
+                readout, rhos)
+    rhos = model_rhos(design, B)
     return assemble_model(design, model_query_matrices(design, rhos), readout, decode), readout, rhos
 
 
 def build_association(table: LookupTable, d: int, dh: int, H: int, mode: str = "rational",
                       qk: Optional[str] = None, seed: int = 0, bases=None, rank1_shape: bool = False,
                       tries: int = 4, prec: int = 256, fixed_bits: Optional[int] = None,
-                      sigma_min: bool = True, design: Optional[Design] = None) -> DanaBuild:
+                      sigma_min: bool = True, design: Optional[Design] = None,
+                      round_readout: bool = False) -> DanaBuild:
     """Corollary 1 (general d): an AoT with H heads of dimension d_h memorizing the table's
     T0 ≤ H·d_h + d associations, built with exact/certified rank and the §3.4 solve.
+
+    Mode (a) with base 2 stores a ``softmax2`` network with the exact W_O, W_U (``info['bits']``
+    is None); ``round_readout=True`` (or ``fixed_bits``) rounds them to the smallest B (or the
+    given B) for which the exact logits still certify every association.
 
     ``design`` fixes the embeddings and query-key/value matrices (one attempt only);
     otherwise ``tries`` seeded designs are drawn by :func:`choose_design`.
@@ -950,17 +1016,26 @@ def build_association(table: LookupTable, d: int, dh: int, H: int, mode: str = "
         info: Dict[str, object] = {"mode": mode, "qk": design.qk, "T0": T0, "rows": d + H * dh,
                                    "design_seed": design.seed, "attempts": attempt + 1}
         try:
-            rows, base, exact, sc = _solve_design(design, seqs, E_cols, W, prec, info)
+            rows, base, exact, sc, F = _solve_design(design, seqs, E_cols, W, prec, info)
         except RankDeficient as e:
             why.append(str(e))
             continue
         info["target_margin_min"] = min(target_margins(W, E_cols, labels))
-        B = _choose_bits(design, base, seqs, prec, sc, labels=labels, fixed_bits=fixed_bits)
+        s2 = uses_softmax2(design)
+        if s2:
+            B = None
+            info["attention"] = "softmax2 (exact)"
+        else:
+            B = _choose_bits(design, base, seqs, prec, sc, labels=labels, fixed_bits=fixed_bits)
         model, readout, rhos = _finish(design, base, rows, B)
         info["bits"] = B
         if sigma_min:
-            info["sigma_min_lower"] = sigma_min_certified(design, rhos, seqs, rows, prec, sc)
-        return DanaBuild(model, table.to_dataset(), design, exact, readout, W, E_cols, info)
+            info["sigma_min_lower"] = (sigma_min_exact(F, rows, prec) if F is not None
+                                       else sigma_min_certified(design, rhos, seqs, rows, prec, sc))
+        b = DanaBuild(model, table.to_dataset(), design, exact, readout, W, E_cols, info, F)
+        if s2 and (round_readout or fixed_bits is not None):
+            b = with_rounded_readout(b, fixed_bits)
+        return b
     raise RankDeficient(f"rank F < T0 = {T0} in {tries} seeded designs (mode {mode}; {why[-1]}); mode (a)'s "
                         f"integer scores take few values when d is small — try mode 'rational', more "
                         f"bases, or fewer associations")
@@ -992,6 +1067,20 @@ def sigma_min_certified(design: Design, rhos, seqs, rows: List[int], prec: int, 
         ctx.prec = old
 
 
+def sigma_min_exact(F_cols: Sequence[Vec], rows: List[int], prec: int) -> Optional[Fraction]:
+    """Certified lower bound on σ_min of the T0×T0 block ``rows`` of an exact F (mode (a))."""
+    from flint import ctx
+
+    from ..linalg import sigma_min_lower
+
+    old = ctx.prec
+    ctx.prec = prec
+    try:
+        return sigma_min_lower(_arb_mat_of([[c[k] for c in F_cols] for k in rows]))
+    finally:
+        ctx.prec = old
+
+
 def float_condition_estimate(cols: Sequence[Sequence]) -> Tuple[float, float]:
     """FLOAT ESTIMATE (for reports only, never a verdict): (σ_min, σ_max) of F by NumPy SVD."""
     import numpy as np
@@ -1008,8 +1097,8 @@ def base2_logits(E: Mat, P: Mat, heads: Sequence[Tuple[Mat, Mat, Mat, Mat, Fract
     """Exact logits of the ideal mode-(a) network on one sequence (eq. (2) with base-b softmax).
 
     ``heads``: (Q, K, W_V, W_O, b) with integer scores (Q x_S)·(K x_s) and weights
-    b^{k_s}/Σ_j b^{k_j}. Self-contained (reads only the weights): the prototype of the
-    ``softmax2`` attention kind the core would need to certify mode (a) directly.
+    b^{k_s}/Σ_j b^{k_j}. Self-contained (reads only the weights): a reference, independent of
+    the core's ``softmax2`` attention kind, to test it against (``tests/test_softmax2.py``).
     """
     xs = [[a + b for a, b in zip(E[tok], P[s])] for s, tok in enumerate(seq)]
     z = list(xs[-1])
@@ -1174,12 +1263,14 @@ def kl_upper_bound(model: Model, data: Conditionals, prec: int = 128) -> Fractio
 
 def build_distribution(data: Conditionals, d: int, dh: int, eps, mode: str = "rational", qk: Optional[str] = None,
                        seed: int = 0, tol: Fraction = Fraction(1, 1024), prec: int = 256,
-                       H: Optional[int] = None, tries: int = 4) -> DanaBuild:
+                       H: Optional[int] = None, tries: int = 4, round_readout: bool = False) -> DanaBuild:
     """Theorem 1 (note §2): an AoT with d_h·H + d ≥ T_ε realising the encoder f_{W,E} on the
     T_ε most likely sequences (within ``tol`` per logit after rounding), decode = identity.
 
     The returned dataset lists those T_ε sequences with labels W E(t) (the certificate's
     ``error_bound`` is ``tol``); :func:`kl_upper_bound` certifies d_KL(π, T) on all sequences.
+    Mode (a) (base 2) stores a ``softmax2`` network with the exact readout (logits exactly
+    W E(t)), or with ``round_readout`` the smallest B-bit readout within ``tol``, exactly.
     """
     N, S = data.N, data.S
     Te = t_epsilon(data, eps)
@@ -1197,16 +1288,19 @@ def build_distribution(data: Conditionals, d: int, dh: int, eps, mode: str = "ra
         design = choose_design(N, S, d, dh, Hh, mode, qk, seed + 7919 * attempt)
         info: Dict[str, object] = {"mode": mode, "T_eps": Te, "eps": Fraction(eps), "H": Hh, "rows": d + Hh * dh}
         try:
-            rows, base, exact, sc = _solve_design(design, seqs, E_cols, W, prec, info)
+            rows, base, exact, sc, F = _solve_design(design, seqs, E_cols, W, prec, info)
         except RankDeficient as e:
             why.append(str(e))
             continue
-        B = _choose_bits(design, base, seqs, prec, sc, targets=labels_vec, tol=Fraction(tol), start=16)
+        s2 = uses_softmax2(design)
+        B = None if s2 else _choose_bits(design, base, seqs, prec, sc, targets=labels_vec, tol=Fraction(tol),
+                                         start=16)
         model, readout, _ = _finish(design, base, rows, B, decode="identity")
         ds = Dataset([tuple(t) for t in seqs], [tuple(v) for v in labels_vec], "tokens", seed,
                      f"T_eps={Te} most likely sequences, labels W E(t)")
         info["bits"] = B
-        return DanaBuild(model, ds, design, exact, readout, W, E_cols, info)
+        b = DanaBuild(model, ds, design, exact, readout, W, E_cols, info, F)
+        return with_rounded_readout(b, tol=Fraction(tol)) if s2 and round_readout else b
     raise RankDeficient(f"rank F < T_ε = {Te} in {tries} seeded designs (mode {mode}; {why[-1]})")
 
 

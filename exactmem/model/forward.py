@@ -4,7 +4,8 @@ All tokens of all sequences are evaluated together: token-wise layers (``Affine`
 ``FeedForward``) become one exact integer matrix product per step on a matrix with one
 column per token (see :mod:`affine_stack`); attention mixes columns within each sequence.
 
-Hardmax, uniform attention and ReLU stay in Q, so the result is exact. Softmax weights are
+Hardmax, uniform attention, base-2 softmax (``softmax2``: 2^{s_k}/Σ_j 2^{s_j} for integer
+scores, Dana et al. note §3.7) and ReLU stay in Q, so the result is exact. Softmax weights are
 transcendental: from the first softmax layer on, values are Arb balls (python-flint) at a
 working precision ``prec``; the result then carries ``exact=False`` and the precision used.
 A hardmax decision that the balls cannot settle raises :class:`Undecided`; callers retry at
@@ -15,10 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from math import lcm
+from operator import mul
 from typing import Any, List, Optional, Sequence, Tuple
 
 from .affine_stack import AffineStep, ScaledInts, run_stack
-from .layers import Affine, Attention, Embed, FeedForward, Model, ModelError, identity, shape
+from .layers import (SOFTMAX2_MAX_SPREAD, Affine, Attention, Embed, FeedForward, Model, ModelError, identity,
+                     shape)
 
 
 class Undecided(Exception):
@@ -27,6 +31,16 @@ class Undecided(Exception):
 
 class InputError(ValueError):
     """An input sequence does not fit the model (wrong token width, unknown token id)."""
+
+
+class Softmax2Error(ModelError):
+    """A ``softmax2`` score is not an integer, or a query's score spread exceeds
+    ``SOFTMAX2_MAX_SPREAD``; raised from :func:`forward` with the layer, example, head and
+    positions in the message. ``key`` is the index of the offending key within its key set."""
+
+    def __init__(self, message: str, key: Optional[int] = None):
+        super().__init__(message)
+        self.key = key
 
 
 @dataclass
@@ -72,10 +86,6 @@ def layer_steps(layer) -> List[AffineStep]:
     raise TypeError(type(layer).__name__)
 
 
-def _matvec(M, v):
-    return [sum((a * x for a, x in zip(row, v) if a), Fraction(0)) for row in M]
-
-
 def _key_sets(n: int, layer: Attention) -> List[Tuple[int, List[int]]]:
     queries = range(n) if layer.query == "all" else [n - 1]
     out = []
@@ -95,11 +105,82 @@ def hardmax_weights(scores: Sequence[Fraction]) -> List[Fraction]:
     return [w if a == top else Fraction(0) for a in scores]
 
 
+def softmax2_exponents(scores: Sequence[Fraction]) -> List[int]:
+    """The integers s_k − min_j s_j of a softmax2 score list; Softmax2Error if some s_k is not
+    an integer or the spread exceeds ``SOFTMAX2_MAX_SPREAD``."""
+    ints = []
+    for k, a in enumerate(scores):
+        a = Fraction(a)
+        if a.denominator != 1:
+            raise Softmax2Error(f"score {a} is not an integer (softmax2 needs integer scores)", key=k)
+        ints.append(a.numerator)
+    lo, hi = min(ints), max(ints)
+    if hi - lo > SOFTMAX2_MAX_SPREAD:
+        raise Softmax2Error(f"score spread max − min = {hi - lo} exceeds the softmax2 limit 2^20",
+                            key=ints.index(hi))
+    return [a - lo for a in ints]
+
+
+def softmax2_weights(scores: Sequence[Fraction]) -> List[Fraction]:
+    """Base-2 softmax 2^{s_k}/Σ_j 2^{s_j} for integer scores (note §3.7), exactly in Q.
+
+    Computed as 2^{s_k − m}/Σ_j 2^{s_j − m} with m = min s (integer numerators; the same
+    Fractions as shifting by max s)."""
+    e = softmax2_exponents(scores)
+    num = [1 << x for x in e]
+    Z = sum(num)
+    return [Fraction(a, Z) for a in num]
+
+
 class _ExactOps:
-    """Arithmetic of the exact path: Fractions, hardmax eq. (1), uniform 1/|K|."""
+    """Arithmetic of the exact path: Fractions, hardmax eq. (1), uniform 1/|K|, softmax2.
+
+    Matrices are held as integers over their lcm denominator L (cached per layer), so M v is
+    integer dot products; a query's output is accumulated as integers over one denominator
+    (``start``/``add_matvec``/``finish``) and normalised once — fast for the big exact
+    readouts of Dana et al.'s mode (a)."""
 
     zero = Fraction(0)
-    matvec = staticmethod(_matvec)
+
+    def __init__(self):
+        self._ints = {}
+
+    def _int_form(self, M):
+        ent = self._ints.get(id(M))
+        if ent is None:
+            L = lcm(*(x.denominator for row in M for x in row))
+            ent = self._ints[id(M)] = (M, [[x.numerator * (L // x.denominator) for x in row] for row in M], L)
+        return ent[1], ent[2]  # M is kept alive in the cache, so id(M) stays unique
+
+    @staticmethod
+    def _scaled(v):
+        v = [Fraction(x) for x in v]
+        D = lcm(*(x.denominator for x in v))
+        return [x.numerator * (D // x.denominator) for x in v], D
+
+    def _matvec_ints(self, M, v):
+        A, L = self._int_form(M)
+        vi, D = self._scaled(v)
+        return [sum(map(mul, row, vi)) for row in A], L * D
+
+    def matvec(self, M, v):
+        nums, den = self._matvec_ints(M, v)
+        return [Fraction(x, den) for x in nums]
+
+    def start(self, col):
+        return self._scaled(col)
+
+    def add_matvec(self, acc, M, v):
+        nums, den = self._matvec_ints(M, v)
+        a, D = acc
+        L = lcm(D, den)
+        fa, fb = L // D, L // den
+        return [x * fa + y * fb for x, y in zip(a, nums)], L
+
+    @staticmethod
+    def finish(acc):
+        nums, den = acc
+        return [Fraction(x, den) for x in nums]
 
     @staticmethod
     def weights(kind: str, scores, n_keys: int):
@@ -107,6 +188,8 @@ class _ExactOps:
             return [Fraction(1, n_keys)] * n_keys
         if kind == "hardmax":
             return hardmax_weights(scores)
+        if kind == "softmax2":
+            return softmax2_weights(scores)
         raise ModelError("softmax attention is evaluated in ball arithmetic")
 
 
@@ -118,9 +201,9 @@ def _attention_sequence(layer: Attention, cols: list, want_weights: bool, ops):
     n = len(cols)
     plan = _key_sets(n, layer)
     zero = ops.zero
-    outs = [list(cols[j]) if layer.residual else [zero] * layer.m_out for j, _ in plan]
+    outs = [ops.start(cols[j] if layer.residual else [zero] * layer.m_out) for j, _ in plan]
     weights_all = []
-    for h in layer.heads:
+    for hi, h in enumerate(layer.heads):
         vals = [ops.matvec(h.WV, c) for c in cols]
         ks = [ops.matvec(h.WK, c) for c in cols] if layer.kind != "uniform" else None
         head_w = []
@@ -129,20 +212,25 @@ def _attention_sequence(layer: Attention, cols: list, want_weights: bool, ops):
             if ks is not None:
                 qv = ops.matvec(h.WQ, cols[j])
                 scores = [sum((a * b for a, b in zip(ks[k], qv)), zero) for k in keys]
-            p = ops.weights(layer.kind, scores, len(keys))
+            try:
+                p = ops.weights(layer.kind, scores, len(keys))
+            except Softmax2Error as e:
+                where = f"head {hi}, query position {j}"
+                if e.key is not None:
+                    where += f", key position {keys[e.key]}"
+                raise Softmax2Error(f"{where}: {e}") from None
             avg = [zero] * len(vals[0])
             for pk, k in zip(p, keys):
                 if not pk == 0:  # exact zero weight (Fraction, or an exact arb ball): skip
                     avg = [a + pk * x for a, x in zip(avg, vals[k])]
-            o = ops.matvec(h.WO, avg)
-            outs[qi] = [a + b for a, b in zip(outs[qi], o)]
+            outs[qi] = ops.add_matvec(outs[qi], h.WO, avg)
             if want_weights:
                 row = [zero] * n
                 for pk, k in zip(p, keys):
                     row[k] = pk
                 head_w.append(row)
         weights_all.append(head_w)
-    return outs, weights_all
+    return [ops.finish(o) for o in outs], weights_all
 
 
 # ----------------------------------------------------------------------------- ball path
@@ -191,6 +279,16 @@ class _BallOps:
 
         return arb(0)
 
+    def start(self, col):
+        return list(col)
+
+    def add_matvec(self, acc, M, v):
+        return [a + b for a, b in zip(acc, self.matvec(M, v))]
+
+    @staticmethod
+    def finish(acc):
+        return acc
+
     @staticmethod
     def weights(kind: str, scores, n_keys: int):
         from flint import arb
@@ -199,10 +297,26 @@ class _BallOps:
             return [arb(1) / n_keys] * n_keys
         if kind == "hardmax":
             return _ball_hardmax(scores)
+        if kind == "softmax2":
+            return [_to_arb(w) for w in softmax2_weights(_ball_integers(scores))]
         c = scores[0].mid()
         e = [(s - c).exp() for s in scores]
         tot = sum(e, arb(0))
         return [x / tot for x in e]
+
+
+def _ball_integers(scores) -> List[Fraction]:
+    """softmax2 scores from balls: exact integers pass; a ball without an integer is a
+    non-integer score; a wider ball that contains one is undecided."""
+    out = []
+    for k, s in enumerate(scores):
+        if s.is_exact() and s.is_integer():
+            out.append(Fraction(int(s.unique_fmpz())))
+        elif not s.contains_integer():
+            raise Softmax2Error(f"score in {s.str(10)} is not an integer (softmax2 needs integer scores)", key=k)
+        else:
+            raise Undecided("softmax2: a score ball contains an integer but is not exact at this precision")
+    return out
 
 
 def _ball_hardmax(scores):
@@ -307,6 +421,87 @@ def _transpose(cols: List[list]) -> List[list]:
     return [list(r) for r in zip(*cols)]
 
 
+def _distinct_columns(X: ScaledInts) -> Tuple[ScaledInts, Optional[List[int]]]:
+    """The distinct columns of X and, for every column, the index of its distinct copy (None
+    when at least 3/4 of the columns are distinct: not worth it)."""
+    cols = list(zip(*X.rows))
+    first: dict = {}
+    where = [first.setdefault(c, len(first)) for c in cols]
+    if 4 * len(first) > 3 * len(cols):
+        return X, None
+    uniq = list(first)
+    return ScaledInts([list(r) for r in zip(*uniq)] if uniq else [], X.den), where
+
+
+def _gather_columns(X: ScaledInts, where: List[int]) -> ScaledInts:
+    """Column t of the result is column where[t] of X."""
+    return ScaledInts([[row[k] for k in where] for row in X.rows], X.den)
+
+
+def _last_columns(X: ScaledInts, lengths: Sequence[int]) -> ScaledInts:
+    """Only the last column of every sequence."""
+    ends, pos = [], 0
+    for L in lengths:
+        pos += L
+        ends.append(pos - 1)
+    return _gather_columns(X, ends)
+
+
+def _averaging_matrix(layer: Attention) -> Optional[Tuple[List[List[int]], int]]:
+    """For an attention layer that averages every sequence — ``uniform`` (eq. (39)), or
+    ``hardmax`` whose scores are identically 0 (W_K or W_Q zero, eq. (12): all keys tie) —
+    with query="all", keys="all": Σ_h W_O W_V as integers over their lcm denominator.
+    None for any other layer."""
+    if layer.query != "all" or layer.keys != "all":
+        return None
+    def zero(M) -> bool:
+        return not any(x for r in M for x in r)
+
+    if layer.kind == "hardmax":
+        if not all(zero(h.WQ) or zero(h.WK) for h in layer.heads):
+            return None
+    elif layer.kind != "uniform":
+        return None
+    mo, mi = layer.m_out, layer.m_in
+    M = [[Fraction(0)] * mi for _ in range(mo)]
+    for h in layer.heads:
+        for r in range(mo):
+            for c in range(mi):
+                M[r][c] += sum((h.WO[r][k] * h.WV[k][c] for k in range(len(h.WV))), Fraction(0))
+    L = lcm(*(x.denominator for row in M for x in row))
+    return [[int(x * L) for x in row] for row in M], L
+
+
+def _average_within_sequences(X: ScaledInts, lengths: Sequence[int], avg: Tuple[List[List[int]], int],
+                              residual: bool) -> ScaledInts:
+    """Exact averaging attention on all sequences at once: column t of sequence s becomes
+    [x_t] + M·(1/|s|)Σ_{u ∈ s} x_u, over the denominator D·L_M·lcm(lengths)."""
+    Mi, LM = avg
+    Ls = lcm(*set(lengths))
+    sums = []  # per sequence, per input row: Σ_u x_u · (Ls / |s|)
+    pos = 0
+    for L in lengths:
+        f = Ls // L
+        sums.append([sum(row[pos:pos + L]) * f for row in X.rows])
+        pos += L
+    scale = LM * Ls
+    out = []
+    for r in range(len(Mi)):
+        mrow = Mi[r]
+        att = [sum(a * v for a, v in zip(mrow, srow) if a) for srow in sums]
+        base = X.rows[r] if residual else None
+        row, pos = [], 0
+        for s, L in enumerate(lengths):
+            a = att[s]
+            if base is None:
+                row.extend([a] * L)
+            else:
+                row.extend(x * scale + a for x in base[pos:pos + L])
+            pos += L
+        out.append(row)
+    return ScaledInts(out, X.den * scale).reduced()
+
+
 def forward(model: Model, inputs, trace: bool = False, backend: str = "auto", prec: int = 128) -> ForwardResult:
     """Evaluate ``model`` on every input sequence. Exact unless the model has softmax."""
     if not inputs:
@@ -318,6 +513,7 @@ def forward(model: Model, inputs, trace: bool = False, backend: str = "auto", pr
     ball = False
     state_exact: Optional[ScaledInts] = ScaledInts.from_fractions(_transpose(cols))
     state_ball = None
+    logical_lengths: Optional[List[int]] = None  # output lengths when only last columns are kept
     if tr is not None and start == 1:
         tr.append(TraceEntry(0, "embed", state_exact))
     if model.has_softmax:
@@ -338,8 +534,11 @@ def forward(model: Model, inputs, trace: bool = False, backend: str = "auto", pr
                     bounds.append((j, len(steps)))
                     j += 1
                 if not ball:
-                    res = run_stack_chunked(steps, state_exact, backend=backend, trace=trace)
-                    state_exact = res.out
+                    # token-wise layers act on each column alone: run them on the distinct
+                    # columns only (a vocabulary of V ≪ N·n tokens), then put them back
+                    uniq, where = (state_exact, None) if trace else _distinct_columns(state_exact)
+                    res = run_stack_chunked(steps, uniq, backend=backend, trace=trace)
+                    state_exact = res.out if where is None else _gather_columns(res.out, where)
                     if tr is not None:
                         for lj, k in bounds:
                             tr.append(TraceEntry(lj, type(layers[lj]).__name__.lower(), res.trace[k - 1]))
@@ -352,29 +551,42 @@ def forward(model: Model, inputs, trace: bool = False, backend: str = "auto", pr
                 continue
             if not isinstance(layer, Attention):
                 raise ModelError(f"layer {i}: unexpected {type(layer).__name__}")
-            if layer.kind == "softmax" and not ball:
-                ball = True
-                state_ball = [[_to_arb(x) for x in row] for row in state_exact.to_fractions()]
-            all_cols = _transpose(state_ball) if ball else _transpose(state_exact.to_fractions())
-            new_cols, new_lengths, weights = [], [], []
-            ops = _BallOps() if ball else _ExactOps()
-            pos = 0
-            for L in lengths:
-                seq_cols = all_cols[pos:pos + L]
-                pos += L
-                o, w = _attention_sequence(layer, seq_cols, tr is not None, ops)
-                new_cols.extend(o)
-                new_lengths.append(len(o))
-                weights.append(w)
-            lengths = new_lengths
-            rows = _transpose(new_cols)
-            if ball:
-                state_ball = rows
+            avg = None if (ball or trace) else _averaging_matrix(layer)
+            if avg is not None:  # uniform attention (or hardmax with all-zero scores): vectorised, exact
+                state_exact = _average_within_sequences(state_exact, lengths, avg, layer.residual)
             else:
-                state_exact = ScaledInts.from_fractions(rows)
-            if tr is not None:
-                tr.append(TraceEntry(i, "attention", state_ball if ball else state_exact, weights))
+                if layer.kind == "softmax" and not ball:
+                    ball = True
+                    state_ball = [[_to_arb(x) for x in row] for row in state_exact.to_fractions()]
+                all_cols = _transpose(state_ball) if ball else _transpose(state_exact.to_fractions())
+                new_cols, new_lengths, weights = [], [], []
+                ops = _BallOps() if ball else _ExactOps()
+                pos = 0
+                for L in lengths:
+                    seq_cols = all_cols[pos:pos + L]
+                    pos += L
+                    try:
+                        o, w = _attention_sequence(layer, seq_cols, tr is not None, ops)
+                    except Softmax2Error as e:
+                        raise Softmax2Error(f"layer {i} (softmax2 attention), example {len(new_lengths)}: {e}") \
+                            from None
+                    new_cols.extend(o)
+                    new_lengths.append(len(o))
+                    weights.append(w)
+                lengths = new_lengths
+                rows = _transpose(new_cols)
+                if ball:
+                    state_ball = rows
+                else:
+                    state_exact = ScaledInts.from_fractions(rows)
+                if tr is not None:
+                    tr.append(TraceEntry(i, "attention", state_ball if ball else state_exact, weights))
             i += 1
+            if (model.readout == "last" and not trace and not ball
+                    and not any(isinstance(l, Attention) for l in layers[i:])):
+                # no token mixing is left: only each sequence's last column reaches the output
+                logical_lengths = lengths
+                state_exact, lengths = _last_columns(state_exact, lengths), [1] * len(lengths)
         final_cols = _transpose(state_ball) if ball else _transpose(state_exact.to_fractions())
     finally:
         if model.has_softmax:
@@ -384,7 +596,8 @@ def forward(model: Model, inputs, trace: bool = False, backend: str = "auto", pr
         seq_cols = final_cols[pos:pos + L]
         pos += L
         outputs.append(list(seq_cols[-1]) if model.readout == "last" else [list(c) for c in seq_cols])
-    return ForwardResult(outputs, not ball, prec if ball else None, tr, lengths)
+    return ForwardResult(outputs, not ball, prec if ball else None, tr,
+                         lengths if logical_lengths is None else logical_lengths)
 
 
 def decode_output(model: Model, out) -> Any:

@@ -25,7 +25,10 @@ from ..numbers import to_rational
 Matrix = Tuple[Tuple[Fraction, ...], ...]
 Vector = Tuple[Fraction, ...]
 
-ATTENTION_KINDS = ("softmax", "hardmax", "uniform")
+ATTENTION_KINDS = ("softmax", "hardmax", "uniform", "softmax2")
+# softmax2 (base-2 softmax, Dana et al. note §3.7): weights 2^{s_k} / Σ_j 2^{s_j} for *integer* scores s,
+# exact in Q. A query's score spread max_k s_k − min_k s_k above this is refused (2^spread-bit numbers).
+SOFTMAX2_MAX_SPREAD = 1 << 20
 
 
 class ModelError(ValueError):
@@ -160,6 +163,9 @@ class Head:
 class Attention:
     """Multi-head self-attention, Kajitsuka & Sato eq. (2) (hardmax: eq. (1); uniform: eq. (39)).
 
+    ``kind="softmax2"``: base-2 softmax 2^{s_k}/Σ_j 2^{s_j} (Dana et al., note §3.7); the scores
+    s = (WK z_k)·(WQ z_q) must be integers (checked when the layer is evaluated), so the
+    weights are rational and the layer is exact.
     ``query="last"`` evaluates only the last column (Mahdavi's query token, Dana's last
     position); ``keys="others"`` excludes the query itself from the keys (Mahdavi).
     """
@@ -242,6 +248,7 @@ class Model:
 
     @property
     def has_softmax(self) -> bool:
+        """True iff some layer is the transcendental ``softmax`` (``softmax2`` is exact in Q)."""
         return any(isinstance(l, Attention) and l.kind == "softmax" for l in self.layers)
 
 
