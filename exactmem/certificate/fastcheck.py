@@ -3,10 +3,13 @@
 Same verdicts as the pure checker (:mod:`checker`): it reuses the pure checker's parsing and
 validation, its claim measurements and its per-example judgement, and replaces only the
 example-by-example evaluation of token-wise layers (``embed``, ``affine``, ``feedforward``)
-by a **batched, column-compressed** exact evaluation. Models with attention layers are
-handed to the pure checker unchanged. No construction code, no floating point: values are
-Python ``int`` (in NumPy object arrays) or NumPy ``int64`` where a bound computed exactly
-beforehand proves that no int64 overflow can happen.
+by a **batched, column-compressed** exact evaluation, and does the same for exact attention
+layers (``hardmax`` and ``uniform``: any query/key matrices, ties sharing the mass, query
+``all``/``last``, keys ``all``/``others``, residual, several heads). Models with any other
+attention kind (``softmax`` and whatever needs intervals) are handed to the pure checker
+unchanged. No construction code, no floating point: values are Python ``int`` (in NumPy
+object arrays) or NumPy ``int64`` where a bound computed exactly beforehand proves that no
+int64 overflow can happen.
 
 Representation. All tokens of all examples are evaluated together, over one common
 denominator D (as in the pure checker, but global). Each register (row) at each layer is a
@@ -28,6 +31,28 @@ One layer, output row r = Σ_j A[r][j]·h_j + c_r·D (then ReLU):
    their distinct columns may have collapsed (they merged several maps, or they are fewer
    than their inputs, e.g. an indicator σ(1 − p − q) of two comparators).
 
+Attention layers (the only layers that mix tokens) keep the same common denominator D:
+
+* a head's ``WV``/``WO`` and, for hardmax, ``WQ``/``WK`` are token-wise linear maps, done
+  as above on the compressed rows;
+* each query j averages the values of its argmax / key set I_j. The per-token values of the
+  rows to be mixed are materialised, grouped by sequence (the sequence lengths), and
+  ``Σ_{k∈I_j} x_k · (M / |I_j|)`` is computed over the denominator ``D·M``, with M the lcm of
+  all |I_j| that occur (uniform: the key counts ``L`` or ``L − 1``). The mixing is done at
+  whichever of the three stages (before ``WV``, between ``WV`` and ``WO``, after ``WO``) has
+  the fewest rows — the maps are linear, so the result is the same number;
+* hardmax scores ``(WK z_k)·(WQ z_j)`` are integers over the one positive denominator
+  ``D²·L_Q·L_K``, so the argmax set (all maximal scores: ties share the mass) is decided by
+  exact integer comparison; an all-zero ``WQ`` or ``WK`` makes every score 0, i.e. uniform
+  weights;
+* the mixed rows go back to the compressed form (distinct columns, ``np.unique``-style), and
+  the heads and the residual are summed over the lcm of their denominators.
+
+Scores are formed per group of equal-length sequences, in chunks of at most ``SCORE_CHUNK``
+query-key pairs. The input itself starts compressed (one index over the distinct token
+columns: small vocabularies repeat), and with ``readout.position: "last"``, only the last token of each sequence is kept once no
+attention layer is left (the other tokens cannot influence the output any more).
+
 Exactness does not depend on the de-duplication (it only decides which equal values are
 computed once); ``tests/test_fastcheck.py`` compares this path with the pure checker on
 certified and planted-wrong certificates.
@@ -42,15 +67,16 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 try:
-    from .checker import (OPS, Verdict, _Affine, _Attn, _Cert, _Embed, _FF, _fmt, _judge, _Lin, _parse,
+    from .checker import (OPS, Verdict, _Affine, _Attn, _Cert, _Embed, _FF, _fmt, _integer, _judge, _Lin, _parse,
                           check_certificate)
 except ImportError:  # run as a loose script next to checker.py
-    from checker import (OPS, Verdict, _Affine, _Attn, _Cert, _Embed, _FF, _fmt, _judge, _Lin, _parse,  # type: ignore
-                         check_certificate)
+    from checker import (OPS, Verdict, _Affine, _Attn, _Cert, _Embed, _FF, _fmt, _integer, _judge,  # type: ignore
+                         _Lin, _parse, check_certificate)
 
-__all__ = ["check_certificate_fast"]
+__all__ = ["check_certificate_fast", "fast_supported"]
 
 INT64_SAFE = 1 << 62
+EXACT_ATTENTION = ("uniform", "hardmax")  # every other kind (softmax, ...) goes to the pure checker
 
 
 class _Index:
@@ -215,31 +241,214 @@ def _combine(terms, b: int, inputs: Dict[int, np.ndarray], rows: List[_Row], k: 
     return acc
 
 
+# ----------------------------------------------------------------------------- attention
+
+
+class _Seqs:
+    """Sequence structure of the current token axis: lengths, start/end offsets, totals."""
+
+    def __init__(self, lengths: np.ndarray):
+        self.lengths = lengths
+        self.ends = np.cumsum(lengths)
+        self.starts = self.ends - lengths
+        self.n, self.T = len(lengths), int(self.ends[-1]) if len(lengths) else 0
+
+
+def _full(row: _Row) -> np.ndarray:
+    """The row's value at every token (length T)."""
+    return row.vals if row.ix.map is None else row.vals[row.ix.map]
+
+
+def _select(rows: List[_Row], positions: np.ndarray) -> List[_Row]:
+    """The rows restricted to the tokens ``positions`` (rows sharing an index keep sharing one)."""
+    made: Dict[int, Tuple[np.ndarray, _Index]] = {}
+    out = []
+    for row in rows:
+        key = id(row.ix)
+        if key not in made:
+            if row.ix.map is None:
+                made[key] = (positions, _Index(None, len(positions)))
+            else:
+                used, inv = np.unique(row.ix.map[positions], return_inverse=True)
+                made[key] = (used, _Index(inv.reshape(-1).astype(np.int64), len(used)))
+        gather, ix = made[key]
+        out.append(_Row(row.vals[gather], ix))
+    return out
+
+
+def _compress(arrays: List[np.ndarray], T: int) -> List[_Row]:
+    """Rows from per-token arrays, sharing one index over their distinct columns."""
+    if not arrays:
+        return []
+    vals, ix = _dedup([_narrow(a) for a in arrays], _Index(None, T))
+    return [_Row(v, ix) for v in vals]
+
+
+def _lin_rows(rows: List[_Row], lin: _Lin, T: int) -> List[_Row]:
+    """W·rows (no bias, no ReLU): numerators over D·lin.L."""
+    return _step(rows, _sparse(lin), None, 1, lin.L, False, T)
+
+
+class _Weights:
+    """Which keys each query averages: the key set I_j (uniform) or argmax set (hardmax) of
+    every query j, as ``Σ_{k∈I_j} x_k · (M / |I_j|)`` with M the lcm of the |I_j|.
+
+    uniform: ``ksize`` per sequence (L, or L − 1 for keys "others"); hardmax: per group of
+    sequences of one length L (chunked), ``(seq ids, token ids G×L, sel G×Lq×L bool, count G×Lq)``.
+    """
+
+    def __init__(self, M: int, ksize: Optional[np.ndarray] = None, groups: Optional[list] = None):
+        self.M, self.ksize, self.groups = M, ksize, groups
+
+    def factor(self, counts: np.ndarray) -> np.ndarray:
+        """M // counts, int64 when M fits, else Python ints."""
+        return self.M // (counts if self.M < INT64_SAFE else counts.astype(object))
+
+
+def _uniform_weights(seqs: _Seqs, others: bool) -> _Weights:
+    ksize = seqs.lengths - 1 if others else seqs.lengths
+    return _Weights(lcm(*(int(k) for k in np.unique(ksize))), ksize=ksize)
+
+
+SCORE_CHUNK = 1 << 21  # at most this many query-key scores of one sequence group are held at once
+
+
+def _length_groups(seqs: _Seqs, n_queries: Optional[int]):
+    """(L, sequence ids) for the sequences of each length L, in chunks of at most SCORE_CHUNK
+    query-key pairs (``n_queries`` per sequence; None: L queries)."""
+    for L in np.unique(seqs.lengths).tolist():
+        g = np.nonzero(seqs.lengths == L)[0]
+        step = max(1, SCORE_CHUNK // (L * (L if n_queries is None else n_queries)))
+        for a in range(0, len(g), step):
+            yield L, g[a:a + step]
+
+
+def _hardmax_weights(layer: _Attn, WQ: _Lin, WK: _Lin, rows: List[_Row], seqs: _Seqs) -> _Weights:
+    """Argmax sets of the scores (WK z_k)·(WQ z_j), compared exactly as integers over D²·L_Q·L_K."""
+    last, others = layer.query == "last", layer.keys == "others"
+    if not any(map(any, WQ.A)) or not any(map(any, WK.A)):  # every score is 0: all keys tie
+        return _uniform_weights(seqs, others)
+    Q, K = _lin_rows(rows, WQ, seqs.T), _lin_rows(rows, WK, seqs.T)
+    small = sum(q.bound * k.bound for q, k in zip(Q, K)) < INT64_SAFE  # |score| and partial sums < 2^62
+    Qf = [_full(q) if small else _as_object(_full(q)) for q in Q]
+    Kf = [_full(k) if small else _as_object(_full(k)) for k in K]
+    groups, counts = [], set()
+    for L, g in _length_groups(seqs, 1 if last else None):
+        tok = seqs.starts[g][:, None] + np.arange(L)
+        qtok = tok[:, -1:] if last else tok
+        A = None
+        for q, k in zip(Qf, Kf):
+            t = q[qtok][:, :, None] * k[tok][:, None, :]  # G × Lq × L
+            A = t if A is None else A + t
+        if others:
+            qpos = np.array([L - 1]) if last else np.arange(L)
+            allowed = np.arange(L)[None, :] != qpos[:, None]  # Lq × L
+            A = np.where(allowed, A, A.min() - 1)
+            sel = (A == A.max(axis=2, keepdims=True)) & allowed
+        else:
+            sel = A == A.max(axis=2, keepdims=True)
+        cnt = sel.sum(axis=2).astype(np.int64)
+        counts.update(np.unique(cnt).tolist())
+        groups.append((g, tok, sel, cnt))
+    return _Weights(lcm(*counts), groups=groups)
+
+
+def _mix(x: np.ndarray, bound: int, w: _Weights, seqs: _Seqs, last: bool, others: bool) -> np.ndarray:
+    """``Σ_{k∈I_j} x_k · (M / |I_j|)`` for every query j (x: per-token values, |x| ≤ bound)."""
+    Lmax = int(seqs.lengths.max())
+    if bound * Lmax * w.M >= INT64_SAFE:
+        x = _as_object(x)
+    if w.groups is None:
+        S = np.add.reduceat(x, seqs.starts)  # per-sequence sums
+        fac = w.factor(w.ksize)
+        if last:
+            return ((S - x[seqs.ends - 1]) if others else S) * fac
+        sid = np.repeat(np.arange(seqs.n), seqs.lengths)
+        return ((S[sid] - x) if others else S[sid]) * fac[sid]
+    out = np.zeros(seqs.n if last else seqs.T, dtype=x.dtype)
+    for g, tok, sel, cnt in w.groups:
+        num = np.where(sel, x[tok][:, None, :], 0).sum(axis=2) * w.factor(cnt)  # G × Lq
+        if last:
+            out[g] = num[:, 0]
+        else:
+            out[tok] = num
+    return out
+
+
+def _attention(layer: _Attn, rows: List[_Row], D: int, seqs: _Seqs) -> Tuple[List[_Row], int, _Seqs]:
+    """One hardmax / uniform attention layer on the compressed rows (numerators over D)."""
+    last, others = layer.query == "last", layer.keys == "others"
+    Tq = seqs.n if last else seqs.T
+    parts: List[Tuple[List[_Row], int]] = []  # (rows on the query tokens, their denominator)
+    if layer.residual:
+        parts.append((_select(rows, seqs.ends - 1) if last else rows, D))
+    uniform_mixed: Dict[int, List[_Row]] = {}
+    for WQ, WK, WV, WO in layer.heads:
+        w = _uniform_weights(seqs, others) if layer.kind == "uniform" else _hardmax_weights(layer, WQ, WK, rows, seqs)
+        lins = [WV, WO]
+        sizes = [len(rows), len(WV.A), len(WO.A)]
+        stage = sizes.index(min(sizes))  # mix where the fewest rows are (the maps are linear)
+        cur, den = rows, D
+        for lin in lins[:stage]:
+            cur, den = _lin_rows(cur, lin, seqs.T), den * lin.L
+        if stage == 0 and w.groups is None and w.M in uniform_mixed:
+            mixed = uniform_mixed[w.M]  # uniform heads share the mix of the input
+        else:
+            done: Dict[int, np.ndarray] = {}
+            for r in cur:
+                if id(r) not in done:
+                    done[id(r)] = _mix(_full(r), r.bound, w, seqs, last, others)
+            mixed = _compress([done[id(r)] for r in cur], Tq)
+            if stage == 0 and w.groups is None:
+                uniform_mixed[w.M] = mixed
+        cur, den = mixed, den * w.M
+        for lin in lins[stage:]:
+            cur, den = _lin_rows(cur, lin, Tq), den * lin.L
+        parts.append((cur, den))
+    Dn = lcm(*(d for _, d in parts))
+    allrows: List[_Row] = []
+    terms: List[List[Tuple[int, int]]] = [[] for _ in range(len(parts[0][0]))]
+    for prow, d in parts:
+        for r in range(len(terms)):
+            terms[r].append((len(allrows) + r, Dn // d))
+        allrows.extend(prow)
+    out = _step(allrows, terms, None, 1, 1, False, Tq)
+    return out, Dn, (_Seqs(np.ones(seqs.n, dtype=np.int64)) if last else seqs)
+
+
+def fast_supported(cert: _Cert) -> bool:
+    """True if every layer is one this path evaluates exactly (token-wise, hardmax, uniform)."""
+    if cert.softmax_at is not None:
+        return False
+    return all(isinstance(l, (_Embed, _Affine, _FF)) or (isinstance(l, _Attn) and l.kind in EXACT_ATTENTION)
+               for l in cert.layers)
+
+
 # ----------------------------------------------------------------------------- whole model
 
 
 def _initial_rows(cert: _Cert, T: int) -> Tuple[List[_Row], int, int]:
-    """Rows of the first layer's input (all tokens side by side) and the common denominator."""
-    ident = _Index(None, T)
+    """Rows of the first layer's input (all tokens side by side, compressed to the distinct
+    token columns: one shared index) and the common denominator."""
+    seen: Dict[object, int] = {}
     if cert.tokens:
         emb: _Embed = cert.layers[0]
-        m = len(emb.E[0])
-        cols = []
-        for x in cert.inputs:
-            for s, t in enumerate(x):
-                cols.append(emb.E[t] if emb.P is None else [a + b for a, b in zip(emb.E[t], emb.P[s])])
-        rows = [_Row(np.array([c[i] for c in cols], dtype=object), ident) for i in range(m)]
-        return rows, emb.L, 1
-    D = 1
-    for x in cert.inputs:
-        for tok in x:
-            for v in tok:
-                if v.denominator != 1:
-                    D = lcm(D, v.denominator)
-    m = len(cert.inputs[0][0])
-    cols = [[v.numerator * (D // v.denominator) for v in tok] for x in cert.inputs for tok in x]
-    rows = [_Row(np.array([c[i] for c in cols], dtype=object), ident) for i in range(m)]
-    return rows, D, 0
+        keys = [(t, s) if emb.P is not None else t for x in cert.inputs for s, t in enumerate(x)]
+    else:
+        keys = [tuple(tok) for x in cert.inputs for tok in x]
+    tmap = np.fromiter((seen.setdefault(key, len(seen)) for key in keys), dtype=np.int64, count=T)
+    ix = _Index(None, T) if len(seen) == T else _Index(tmap, len(seen))
+    if cert.tokens:
+        cols = [emb.E[t] if emb.P is None else [a + b for a, b in zip(emb.E[t], emb.P[s])]
+                for t, s in (key if emb.P is not None else (key, 0) for key in seen)]
+        D, start = emb.L, 1
+    else:
+        D = lcm(*(v.denominator for key in seen for v in key))
+        cols = [[v.numerator * (D // v.denominator) for v in key] for key in seen]
+        start = 0
+    m = len(cols[0])
+    rows = [_Row(np.array([c[i] for c in cols], dtype=object), ix) for i in range(m)]
+    return rows, D, start
 
 
 def _reduce(rows: List[_Row], D: int) -> Tuple[List[_Row], int]:
@@ -267,32 +476,37 @@ def _reduce(rows: List[_Row], D: int) -> Tuple[List[_Row], int]:
     return out, D // g
 
 
-def _evaluate(cert: _Cert) -> Tuple[List[_Row], int, List[int]]:
+def _evaluate(cert: _Cert) -> Tuple[List[_Row], int, np.ndarray]:
     """Run every layer on all tokens at once; return the final rows, D and sequence lengths."""
-    lengths = [len(x) for x in cert.inputs]
-    T = sum(lengths)
-    rows, D, start = _initial_rows(cert, T)
-    for layer in cert.layers[start:]:
+    seqs = _Seqs(np.array([len(x) for x in cert.inputs], dtype=np.int64))
+    rows, D, start = _initial_rows(cert, seqs.T)
+    layers = cert.layers[start:]
+    last_attn = max((i for i, l in enumerate(layers) if isinstance(l, _Attn)), default=-1)
+    for i, layer in enumerate(layers):
+        if i > last_attn and cert.position == "last" and seqs.T > seqs.n:
+            rows, seqs = _select(rows, seqs.ends - 1), _Seqs(np.ones(seqs.n, dtype=np.int64))
         if isinstance(layer, _Affine):
             lin = layer.lin
-            rows = _step(rows, _sparse(lin), lin.c, D, lin.L, layer.relu, T)
+            rows = _step(rows, _sparse(lin), lin.c, D, lin.L, layer.relu, seqs.T)
             D *= lin.L
         elif isinstance(layer, _FF):
             l1, l2 = layer.lin1, layer.lin2
-            hidden = _step(rows, _sparse(l1), l1.c, D, l1.L, True, T)
+            hidden = _step(rows, _sparse(l1), l1.c, D, l1.L, True, seqs.T)
             both = hidden + rows
             sp2 = [[(j, a) for j, a in terms] for terms in _sparse(l2)]
             extra = None
             if layer.residual:
                 k = l1.L * l2.L
                 extra = [[(len(hidden) + r, k)] for r in range(len(rows))]
-            rows = _step(both, sp2, l2.c, D * l1.L, l1.L * l2.L, False, T, extra)
+            rows = _step(both, sp2, l2.c, D * l1.L, l1.L * l2.L, False, seqs.T, extra)
             D *= l1.L * l2.L
+        elif isinstance(layer, _Attn) and layer.kind in EXACT_ATTENTION:
+            rows, D, seqs = _attention(layer, rows, D, seqs)
         else:  # pragma: no cover - guarded by check_certificate_fast
             raise TypeError(type(layer).__name__)
         if D.bit_length() > 256:
             rows, D = _reduce(rows, D)
-    return rows, D, lengths
+    return rows, D, seqs.lengths
 
 
 def _token_values(row: _Row, positions: np.ndarray) -> List[int]:
@@ -301,20 +515,22 @@ def _token_values(row: _Row, positions: np.ndarray) -> List[int]:
 
 
 def check_certificate_fast(doc: dict, max_precision: Optional[int] = None) -> Verdict:
-    """Same contract as :func:`checker.check_certificate`, batched. Attention → pure checker."""
+    """Same contract as :func:`checker.check_certificate`, batched. Softmax-like attention → pure checker."""
     cert = _parse(doc)
-    if any(isinstance(l, _Attn) for l in cert.layers):
+    if not fast_supported(cert):
         return check_certificate(doc, max_precision)
     measured = cert.measured
     for raw, q, op, bound in cert.claims:
         if not OPS[op](measured[q], bound):
             return Verdict("REFUTED", {"claim": dict(raw), "bound": _fmt(bound), "measured": str(measured[q])},
                            f"claim {q} {op} {_fmt(bound)} fails: measured {q} = {measured[q]}", None, measured)
+    if max_precision is not None:  # validated as the pure checker does (unused: the model is exact)
+        _integer(max_precision, "max_precision argument", 1)
     n, k = len(cert.inputs), len(cert.claims)
     if n:
         rows, D, lengths = _evaluate(cert)
-        ends = np.cumsum(np.array(lengths, dtype=np.int64))
-        starts = ends - np.array(lengths, dtype=np.int64)
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
         if cert.position == "last":
             per_row = [_token_values(r, ends - 1) for r in rows]
         else:
