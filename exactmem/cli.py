@@ -1,4 +1,4 @@
-"""Command line: ``python -m exactmem {certify,check,inspect,bounds} ...`` (see ``docs/cli.md``).
+"""Command line: ``python -m exactmem {certify,check,inspect,bounds,sweep,report} ...`` (see ``docs/cli.md``).
 
 Exit codes: 0 certified; 1 refuted (or a claim fails); 2 unknown; 3 bad input (a clear
 message naming the problem, never a traceback); 130 interrupted.
@@ -86,6 +86,87 @@ def _cmd_bounds(args) -> int:
     return run(args)
 
 
+def _cmd_sweep(args) -> int:
+    import os
+    import shlex
+
+    from .data.dataset import DataError
+    from .model.forward import InputError
+    from .model.layers import ModelError
+    from .proof import ProofFileError
+    from .report import COMMANDS_FILE, markdown_table, rows
+    from .sweep import SweepError, SweepSpec, parse_param, parse_values, run_sweep, sweep_document
+
+    out = args.out or os.path.join("sweeps", os.path.splitext(os.path.basename(args.proof))[0])
+    try:
+        def ints(text, what):
+            v = parse_values(text)
+            if not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+                raise SweepError(f"{what} takes integers: {text!r}")
+            return v
+
+        spec = SweepSpec(
+            proof=args.proof, theorems=args.theorem or (), only=args.only, instances=args.instance or (),
+            size=args.size, params=[parse_param(p) for p in args.param or ()], unset=args.unset or (),
+            seeds=ints(args.seeds, "--seeds"), models=[m.strip() for m in args.models.split(",") if m.strip()],
+            formats=[f.strip() for f in args.formats.split(",") if f.strip()], arith_min=args.arith_min,
+            neighbours=args.neighbours, max_bits=args.max_bits, bits=ints(args.bits, "--bits") if args.bits else (),
+            certify=args.certify, engine=args.engine, float_engine=args.float_engine, prec=args.prec)
+        if args.workers < 1:
+            raise SweepError("--workers must be at least 1")
+        os.makedirs(out, exist_ok=True)
+        line = "python -m exactmem sweep " + " ".join(shlex.quote(a) for a in args.argv_rest)
+        path = os.path.join(out, COMMANDS_FILE)
+        known = open(path, encoding="utf-8").read().splitlines() if os.path.exists(path) else []
+        if line not in known:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+        run = run_sweep(spec, out, workers=args.workers, quiet=args.quiet, verbose=args.verbose, fresh=args.fresh)
+    except (SweepError, ProofFileError, DataError, ModelError, InputError, OSError) as e:
+        if args.debug:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    doc = sweep_document(run.records)
+    if args.json:
+        print(json.dumps(doc, indent=1, sort_keys=True))
+    else:
+        if run.records:
+            print(markdown_table(rows(doc)))
+        print(f"\n{len(run.records)} points in {out}/ ({run.ran} run, {run.skipped} already there; "
+              f"{run.seconds:.1f} s); tables: {out}/sweep.csv, sweep.md, sweep.tex; "
+              f"`python -m exactmem report {out}` for the plots and the report page")
+    if run.errors:
+        print(f"error: {len(run.errors)} point(s) failed to build or run (listed above); they are not recorded and "
+              f"will be retried", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+def _cmd_report(args) -> int:
+    import shlex
+
+    from .report import load_sweep, merge, write_report, write_tables
+
+    try:
+        line = "python -m exactmem report " + " ".join(shlex.quote(a) for a in args.argv_rest)
+        res = write_report(args.sweeps, args.out, img_dir=args.img_dir, prefix=args.prefix, plots=not args.no_plots,
+                           title=args.title, report_command=line)
+        if args.tables:
+            write_tables(merge([load_sweep(p) for p in args.sweeps]), args.tables)
+    except (OSError, ValueError, KeyError) as e:
+        if args.debug:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if res["skipped"]:
+        print(f"note: {res['skipped']}", file=sys.stderr)
+    print(f"wrote {res['out']} ({res['rows']} rows, {len(res['plots'])} plots)")
+    for p in res["plots"]:
+        print(f"  {p}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="exactmem", description="Exact proof checker for Transformer memorization constructions.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -95,7 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", default="certificates", help="directory for certificates (default: certificates)")
     c.add_argument("--seed", type=int, default=0, help="seed for data and random choices (default 0)")
     c.add_argument("--size", choices=("small", "medium", "large"), default="small", help="which instances to run")
-    c.add_argument("--only", default=None, help="run only theorems whose name contains this text")
+    c.add_argument("--only", default=None,
+                   help="run only the instances whose theorem or instance name contains this text, "
+                        "or exactly THEOREM/INSTANCE")
     c.add_argument("--gzip", action="store_true", help="write gzip-compressed certificates (.json.gz)")
     c.add_argument("--engine", default="auto", choices=("auto", "flint", "limbs", "compress", "fraction"),
                    help="exact engine for the producer's forward pass (auto: the instance's preference, else "
@@ -121,15 +204,70 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("cert")
     i.set_defaults(fn=_cmd_inspect)
 
+    w = sub.add_parser("sweep", help="bit-precision sweep over the theorems of a proof file (docs/precision.md)")
+    w.add_argument("proof", help="proof file, e.g. proofs/vardi.py")
+    w.add_argument("--theorem", action="append", help="theorem name (repeatable; default: all)")
+    w.add_argument("--only", default=None, help="only theorems whose name contains this text")
+    w.add_argument("--instance", action="append", help="base instance name (repeatable; any size)")
+    w.add_argument("--size", choices=("small", "medium", "large"), default="small",
+                   help="instances of this size when --instance is not given (with --param: the first one)")
+    w.add_argument("--param", action="append", metavar="KEY=V1,V2",
+                   help="override a parameter with a list of values (a:b and a:b:step ranges, 1e4, 2^10); "
+                        "several --param form a grid")
+    w.add_argument("--unset", action="append", metavar="KEY", help="drop a parameter of the base instance")
+    w.add_argument("--seeds", default="0", help="seeds, e.g. 0,1,2 or 0:4 (default 0)")
+    w.add_argument("--models", default="float,fixed,arith",
+                   help="precision models: float (b significant bits), fixed (b fractional bits), arith "
+                        "(floating-point evaluation); default all three")
+    w.add_argument("--formats", default="bfloat16,float16,float32,float64",
+                   help="formats of the arith model (also mpfrB: B-bit significand, unbounded exponent)")
+    w.add_argument("--arith-min", action="store_true",
+                   help="also search the smallest significand width (unbounded exponent, MPFR) that memorizes")
+    w.add_argument("--neighbours", type=int, default=2, help="b values checked on each side of a minimum (default 2)")
+    w.add_argument("--max-bits", type=int, default=4096, help="largest b tried when no b is known to work")
+    w.add_argument("--bits", default=None, help="also evaluate these b exactly (e.g. 8,16,32)")
+    w.add_argument("--certify", action="store_true",
+                   help="write the quantized network at the minimal b and at b-1 as certificates and check them")
+    w.add_argument("--engine", default="auto", choices=("auto", "flint", "limbs", "compress", "fraction"),
+                   help="exact engine (auto: the instance's preference)")
+    w.add_argument("--float-engine", default="auto", choices=("auto", "numpy", "mpfr"),
+                   help="floating-point engine (auto: numpy for named formats without softmax, else mpfr)")
+    w.add_argument("--prec", type=int, default=128, help="starting ball precision after a softmax layer")
+    w.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    w.add_argument("--out", default=None, help="output directory (default sweeps/<proof name>)")
+    w.add_argument("--fresh", action="store_true", help="recompute points already in the output directory")
+    w.add_argument("--json", action="store_true", help="print the sweep document as JSON")
+    w.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    w.add_argument("--verbose", action="store_true", help="one progress line per evaluation")
+    w.add_argument("--debug", action="store_true", help="show Python tracebacks for bad input")
+    w.set_defaults(fn=_cmd_sweep)
+
+    r = sub.add_parser("report", help="Markdown report with plots from sweep directories")
+    r.add_argument("sweeps", nargs="+", help="sweep directories (or sweep.json files)")
+    r.add_argument("--out", default="precision.md", help="the Markdown page (default precision.md)")
+    r.add_argument("--img-dir", default=None, help="where the PNG plots go (default: img/ next to --out)")
+    r.add_argument("--prefix", default="precision_", help="file name prefix of the plots (default precision_)")
+    r.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
+    r.add_argument("--title", default=None, help="page title")
+    r.add_argument("--tables", default=None, metavar="DIR", help="also write the merged CSV/Markdown/LaTeX tables here")
+    r.add_argument("--debug", action="store_true", help="show Python tracebacks")
+    r.set_defaults(fn=_cmd_report)
+
     from .bounds.cli import add_parser as add_bounds_parser
 
     add_bounds_parser(sub)
     sub.choices["bounds"].set_defaults(fn=_cmd_bounds)
+
+    from .export import add_parser as add_export_parser
+
+    add_export_parser(sub)
     return p
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.argv_rest = argv[1:]  # for the commands recorded by sweep/report
     try:
         return args.fn(args)
     except KeyboardInterrupt:
