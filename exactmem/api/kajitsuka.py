@@ -1,0 +1,115 @@
+"""Kajitsuka & Sato (ICLR 2025): the Õ(√N) memorizing Transformer, as a library call.
+
+* :func:`next_token` — Theorem 4.1 / B.1: N consistently labelled (eq. (5)), token-wise
+  separated (Assumption 4.1) sequences are memorized at the last position by
+  ``E_out ∘ F₂ ∘ F^(UA) ∘ F₁ ∘ E_in`` of width ≤ 14 and depth Õ(√N), Õ(√N) bits per weight;
+* :func:`seq2seq` — Corollary 4.1: the same network read out at every position (eq. (10));
+* :func:`hardmax` — the uniform layer written as hard attention (eq. (12)).
+
+Each returns a :class:`~exactmem.api.Memorizer` whose ``claims`` are the theorem's claims of
+``proofs/kajitsuka.py`` for this instance (eqs. (41), (42), (110), (111)), and whose
+``stages`` name the lemmas' layer ranges (F₁'s token id and ϕ̃, the uniform attention, F₂'s
+Lemma C.1 stages, including the bit-extraction Stage III of Lemma G.6). Wraps
+:func:`exactmem.constructions.kajitsuka.build`; see ``docs/kajitsuka.md``.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+from ..certificate.writer import Claim
+from ..constructions import kajitsuka as _K
+from ..data.kajitsuka_data import SequenceData
+from . import Memorizer, Stage, proof_module
+
+__all__ = ["next_token", "seq2seq", "hardmax", "claims", "stages"]
+
+SOURCE = "Kajitsuka & Sato (ICLR 2025) Theorem 4.1 / B.1"
+
+
+def stages(b: _K.KajitsukaBuild) -> List[Stage]:
+    """Named layer ranges of a built network (the layer counts of each Lemma C.1 memorizer
+    follow from its layout: Stage II m + 1 layers, Stage III 3 + max(ρ, c − 1) + (g − 1)P)."""
+    out: List[Stage] = []
+    i = 0
+
+    def add(name, k):
+        nonlocal i
+        out.append(Stage(name, i, i + k))
+        i += k
+
+    add("F1: E_in, token id F (Lemma C.2) and phi's Stage I projection", 1)
+    lay = b.phi_layout
+    if lay is not None:
+        add("F1: phi Stage II, group selection (Lemmas G.2-G.3)", lay.m + 1)
+        add("F1: phi Stage III, bit extraction (Lemma G.6)", lay.relu_layers - (lay.m + 1))
+    add("F1: output (phi, F, 0)", 1)
+    add("uniform attention F^(UA), eq. (52)", 1)
+    lay = b.f2_layout
+    add("F2: Stage I projection of the context ids (Lemma C.2)", 1)
+    add("F2: Stage II, group selection (Lemmas G.2-G.3)", lay.m + 1)
+    add("F2: Stage III, bit extraction (Lemma G.6)", lay.relu_layers - (lay.m + 1))
+    add("E_out (F2's affine output layer)", 1)
+    if i != len(b.model.layers):  # never expected; fall back to no stage names rather than wrong ones
+        return []
+    return out
+
+
+def claims(b: _K.KajitsukaBuild) -> List[Claim]:
+    """The theorem's claims for a built instance: those of ``proofs/kajitsuka.py`` (exact
+    depth and bits of this implementation, eqs. (41)-(42), (110)-(111), the explicit Õ(d + √N)
+    parameter bound); without the proofs folder, the exact structural ones only."""
+    mod = proof_module("kajitsuka")
+    if mod is not None:
+        return list(mod.claims(b))
+    return [Claim("n_examples", "==", b.info["N"], "one example per sequence"),
+            Claim("attention_layers", "==", 1, "Thm B.1: one uniform-attention layer"),
+            Claim("width", "<=", 14, "Thm B.1: width 14"),
+            Claim("relu_depth", "==", _K.relu_depth(b), "this implementation"),
+            Claim("max_bits", "==", _K.max_bits(b), "this implementation")]
+
+
+def _wrap(data: SequenceData, b: _K.KajitsukaBuild, theorem: str, seed: int) -> Memorizer:
+    info = dict(b.info)
+    info["seed"] = seed
+    cl = claims(b)
+    notes = [] if proof_module("kajitsuka") is not None else \
+        ["claims: proofs/kajitsuka.py not found, structural claims only"]
+    return Memorizer(b.model, data.to_dataset(), cl, theorem, SOURCE, info, stages(b), None, data, b, notes)
+
+
+def next_token(data: SequenceData, seed: int = 0, r=None, delta=None) -> Memorizer:
+    """Theorem 4.1 / B.1: a Transformer that outputs, exactly, the label of each sequence at its
+    last position.
+
+    ``data``: :class:`~exactmem.data.kajitsuka_data.SequenceData` with ``setting="next_token"``
+    (from :func:`exactmem.sequences`, :func:`exactmem.make_data` or :mod:`exactmem.importer`).
+    ``r``, ``delta``: the separation constants of Assumption 4.1 (default: the tightest ones,
+    clamped to r ≥ 1 ≥ δ). ``seed`` fixes the random projections and Lemma B.2's weights.
+    Raises :class:`~exactmem.data.dataset.DataError` when an assumption fails (the message
+    names the tokens or sequences)."""
+    if data.setting != "next_token":
+        raise ValueError(f"next_token needs next-token data, got setting {data.setting!r}; use seq2seq()")
+    return _wrap(data, _K.build(data, seed=seed, r=r, delta=delta), "kajitsuka.next_token", seed)
+
+
+def seq2seq(data: SequenceData, seed: int = 0, r=None, delta=None) -> Memorizer:
+    """Corollary 4.1: every position of every sequence is mapped to its label (eq. (10)
+    consistency: same multiset and same token ⇒ same label). F₂ memorizes up to nN context
+    ids (note §4.9)."""
+    if data.setting != "seq2seq":
+        raise ValueError(f"seq2seq needs seq2seq data, got setting {data.setting!r}; use next_token()")
+    return _wrap(data, _K.build(data, seed=seed, r=r, delta=delta), "kajitsuka.seq2seq", seed)
+
+
+def hardmax(data: SequenceData, seed: int = 0, r=None, delta=None) -> Memorizer:
+    """The network of :func:`next_token` (or :func:`seq2seq`) with the uniform layer written as
+    a hard-attention layer, eq. (12): W_Q = W_K = 0, so every key ties and hardmax averages."""
+    b = _K.build(data, seed=seed, attention="hardmax", r=r, delta=delta)
+    return _wrap(data, b, "kajitsuka.next_token_hardmax" if data.setting == "next_token" else
+                 "kajitsuka.seq2seq_hardmax", seed)
+
+
+def paper_R2(n: int, N: int, d: int, r2, delta2):
+    """Theorem B.1's R² = 160000·3d·n⁶·r²·N¹⁰·π²/δ² (eq. (41)) as an exact enclosure."""
+    return _K.paper_R2(n, N, d, r2, delta2)
