@@ -414,6 +414,19 @@ def _log_axes(ax, y=True):
         a.set_minor_formatter(NullFormatter())
 
 
+
+def _finish(plt, fig, ax, path: str, ylabel: str, title: str, title_size: int = 10) -> str:
+    """Common labels, grid, legend; save the figure (no timestamped metadata) and close it."""
+    ax.set_xlabel("N (examples)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=title_size)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return path
+
 def plot_bits(rs, title: str, path: str) -> Optional[str]:
     xs, ys = _series(rs, "float_exact")
     if len(xs) < 2:
@@ -436,15 +449,7 @@ def plot_bits(rs, title: str, path: str) -> Optional[str]:
     ref = [ys[-1] * math.sqrt(x / xs[-1]) for x in xs]
     ax.plot(xs, ref, "--", color="grey", label=f"∝ √N (through N = {xs[-1]:,})")
     _log_axes(ax)
-    ax.set_xlabel("N (examples)")
-    ax.set_ylabel("bits per weight")
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return path
+    return _finish(plt, fig, ax, path, "bits per weight", title)
 
 
 def plot_total(rs, title: str, path: str) -> Optional[str]:
@@ -461,15 +466,7 @@ def plot_total(rs, title: str, path: str) -> Optional[str]:
     xp, yp = _series(rs, "n_params")
     ax.plot(xp, yp, "x:", color="C4", label="parameters (stored entries)")
     _log_axes(ax)
-    ax.set_xlabel("N (examples)")
-    ax.set_ylabel("bits (parameters)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return path
+    return _finish(plt, fig, ax, path, "bits (parameters)", title)
 
 
 def plot_formats(rs, title: str, path: str) -> Optional[str]:
@@ -492,15 +489,8 @@ def plot_formats(rs, title: str, path: str) -> Optional[str]:
             ax.axvline(reach["largest"], color=f"C{i}", ls=":", alpha=0.8)
     _log_axes(ax, y=False)
     ax.set_ylim(-0.05, 1.05)
-    ax.set_xlabel("N (examples)")
-    ax.set_ylabel("fraction of examples right (worst seed)")
-    ax.set_title(title + "\n(dotted: largest N up to which the format memorizes every instance)", fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return path
+    return _finish(plt, fig, ax, path, "fraction of examples right (worst seed)",
+                   title + "\n(dotted: largest N up to which the format memorizes every instance)", 9)
 
 
 def series_of(rs: Sequence[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:

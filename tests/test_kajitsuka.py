@@ -315,3 +315,19 @@ def test_log2_enclosure_for_huge_rationals_brackets_the_exact_value():
     big = F(3 ** 500, 7 ** 300)
     enc = E.log2(big)
     assert enc.lo <= F(math.log2(3) * 500 - math.log2(7) * 300) <= enc.hi and enc.hi - enc.lo <= F(3, 4096)
+
+
+def test_closest_pair_all_three_paths_agree_with_brute_force():
+    """exactmem.data.geometry.closest_pair: 1-D, int64 blocks and the exact sweep (huge
+    coordinates) give the brute-force minimum and a pair attaining it."""
+    from itertools import combinations
+
+    from exactmem.data.geometry import closest_pair
+
+    rng = random.Random(11)
+    for d, scale in [(1, 1), (3, 1), (3, 2 ** 70), (5, F(1, 3 ** 40))]:
+        pts = list({tuple(F(rng.randint(-50, 50)) * scale for _ in range(d)) for _ in range(60)})
+        best = min(sum((a - b) ** 2 for a, b in zip(p, q)) for p, q in combinations(pts, 2))
+        m, i, j = closest_pair(pts)
+        assert m == best and i != j
+        assert sum((a - b) ** 2 for a, b in zip(pts[i], pts[j])) == best

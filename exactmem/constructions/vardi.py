@@ -39,11 +39,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from fractions import Fraction
-from math import gcd, isqrt
+from math import isqrt
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import enclosure as E
 from ..data.dataset import DataError
+from ..data.geometry import closest_pair
 from ..model.layers import Affine, Model
 from ..numbers import bits
 
@@ -83,55 +84,11 @@ def _float_error(i):
 
 
 def min_sq_distance(points: Sequence[tuple]) -> Fraction:
-    """Smallest squared distance between two of the (distinct) points, exactly.
-
-    The points are scaled to integers by the lcm L of all denominators. 1-D: sorted gaps.
-    Otherwise: all pairs in int64 NumPy blocks when a bound proves d·(2·max|coord|)² < 2^62 and
-    there are at most 2^31 pair-coordinates; else a sweep over the points sorted by the
-    coordinate with the most distinct values (a pair is skipped once that coordinate alone is
-    farther apart than the best distance so far).
-    """
+    """Smallest squared distance between two of the (distinct) points, exactly (1 for fewer
+    than two points); see :func:`exactmem.data.geometry.closest_pair`."""
     if len(points) < 2:
         return Fraction(1)
-    L = 1
-    for p in points:
-        for x in p:
-            if x.denominator != 1:
-                L = L * x.denominator // gcd(L, x.denominator)
-    P = sorted(tuple(int(x * L) for x in p) for p in points)
-    d, n = len(P[0]), len(P)
-    if d == 1:
-        best = min((b[0] - a[0]) ** 2 for a, b in zip(P, P[1:]))
-        return Fraction(best, L * L)
-    big = max(abs(x) for p in P for x in p)
-    if d * (2 * big) ** 2 < 2 ** 62 and n * n * d <= 2 ** 31:
-        import numpy as np
-
-        A = np.array(P, dtype=np.int64)
-        step = max(1, (1 << 22) // (n * d))
-        best = None
-        for i in range(0, n, step):
-            blk = A[i:i + step]
-            D = ((blk[:, None, :] - A[None, :, :]) ** 2).sum(axis=2)
-            D[np.arange(len(blk)), np.arange(i, i + len(blk))] = np.iinfo(np.int64).max
-            m = int(D.min())
-            best = m if best is None else min(best, m)
-        return Fraction(best, L * L)
-    # sweep along the coordinate with the most distinct values (fewest ties to scan)
-    ax = max(range(d), key=lambda k: len({p[k] for p in P}))
-    P.sort(key=lambda p: p[ax])
-    best = None
-    for i in range(1, n):
-        pi = P[i]
-        for j in range(i - 1, -1, -1):
-            pj = P[j]
-            dx = pi[ax] - pj[ax]
-            if best is not None and dx * dx >= best:
-                break
-            d2 = sum((a - b) ** 2 for a, b in zip(pi, pj))
-            if best is None or d2 < best:
-                best = d2
-    return Fraction(best, L * L)
+    return closest_pair(points)[0]
 
 
 def prepare(points: Sequence, labels: Sequence, extra: Sequence = (), C: int = 2) -> Prepared:

@@ -23,6 +23,7 @@ from fractions import Fraction
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .dataset import DataError, Dataset
+from .geometry import closest_pair
 
 Token = Tuple[Fraction, ...]
 Seq = Tuple[Token, ...]
@@ -158,53 +159,6 @@ class Separation:
     delta2: Fraction
 
 
-def _closest_pair(tokens: Sequence[Token]) -> Tuple[Fraction, int, int]:
-    """Smallest squared distance between distinct tokens and two indices attaining it, exactly.
-
-    Tokens are scaled to integers by the lcm L of the denominators; all pairs are compared in
-    int64 NumPy blocks when d·(2·max|coord|)² < 2^62 proves no overflow, else by a sweep over
-    the tokens sorted by first coordinate (exact Python integers)."""
-    from math import gcd
-
-    L = 1
-    for t in tokens:
-        for x in t:
-            if x.denominator != 1:
-                L = L * x.denominator // gcd(L, x.denominator)
-    P = [tuple(int(x * L) for x in t) for t in tokens]
-    V, d = len(P), len(P[0])
-    big = max(abs(x) for p in P for x in p)
-    if d * (2 * big) ** 2 < 2 ** 62:
-        import numpy as np
-
-        A = np.array(P, dtype=np.int64)
-        step = max(1, (1 << 22) // (V * d))
-        best = None
-        for i in range(0, V, step):
-            blk = A[i:i + step]
-            D = ((blk[:, None, :] - A[None, :, :]) ** 2).sum(axis=2)
-            D[np.arange(len(blk)), np.arange(i, i + len(blk))] = np.iinfo(np.int64).max
-            a = int(D.argmin())
-            m = int(D.flat[a])
-            if best is None or m < best[0]:
-                best = (m, i + a // V, a % V)
-        m, bi, bj = best
-        return Fraction(m, L * L), bi, bj
-    order = sorted(range(V), key=lambda i: P[i])
-    bestv, bi, bj = None, -1, -1
-    for a in range(1, V):
-        pi = P[order[a]]
-        for b in range(a - 1, -1, -1):
-            pj = P[order[b]]
-            dx = pi[0] - pj[0]
-            if bestv is not None and dx * dx >= bestv:
-                break
-            d2 = sum((x - y) ** 2 for x, y in zip(pi, pj))
-            if bestv is None or d2 < bestv:
-                bestv, bi, bj = d2, order[b], order[a]
-    return Fraction(bestv, L * L), bi, bj
-
-
 def check_separation(data: SequenceData, r=None, delta=None) -> Separation:
     """Assumption 4.1 with r ≥ 1 ≥ δ > 0, exactly. ``r``/``delta`` default to the tightest
     admissible values (squared, clamped to r ≥ 1, δ ≤ 1)."""
@@ -219,7 +173,7 @@ def check_separation(data: SequenceData, r=None, delta=None) -> Separation:
     norms = [(sum((x * x for x in t), Fraction(0)), t) for t in tokens]
     max_n2, far = max(norms)
     if len(tokens) > 1:
-        min_d2, a, b = _closest_pair(tokens)
+        min_d2, a, b = closest_pair(tokens)
     else:
         min_d2, a, b = Fraction(1), 0, 0
     if r is not None:
