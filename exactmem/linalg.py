@@ -212,7 +212,7 @@ def least_norm_solution(E, a) -> Tuple[Fraction, ...]:
 
 # ----------------------------------------------------------------------------- certified balls
 
-def arb_of(q) -> "arb":
+def arb_of(q):
     """The exact rational q as an Arb ball (exact when it fits the precision, else enclosed)."""
     from flint import arb, fmpq
 

@@ -3,7 +3,6 @@
 import importlib.util
 
 import json
-from fractions import Fraction as F
 
 import networkx as nx
 import pytest

@@ -57,8 +57,6 @@ def test_sigma_min_lower_is_a_lower_bound():
 
 
 def test_log_and_sqrt_upper_are_safe():
-    from flint import arb
-
     for q in (F(1, 3), F(2), F(10 ** 6, 7)):
         lu = L.log_upper(q)
         with L.arb_precision(256):

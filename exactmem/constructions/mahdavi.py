@@ -63,7 +63,6 @@ from .. import linalg
 from ..assign import PartitionChoice, capacity as _capacity, choose_partition, validate_partition
 from ..data.assumptions import (AssumptionError, SaturatedPair, check_context_rank, outside_span,
                                 partition_certificate, saturated_pairs)
-from ..data.dataset import DataError
 from ..data.mahdavi_data import QueryContextData
 from ..model.layers import Affine, Attention, Head, Model
 from ..numbers import bits
