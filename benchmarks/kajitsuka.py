@@ -15,7 +15,6 @@ Usage: ``python benchmarks/kajitsuka.py [--cases nt1000,nt10000,s2s1000] [--chec
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -28,6 +27,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from exactmem.proof import import_file  # noqa: E402
+
 CASES = {
     "nt1000": ("kajitsuka.next_token", "N1000-n8-d16-C4"),
     "nt10000": ("kajitsuka.next_token", "N10000-n8-d16-C4"),
@@ -37,11 +38,7 @@ CASES = {
 
 
 def _proof():
-    path = os.path.join(ROOT, "proofs", "kajitsuka.py")
-    spec = importlib.util.spec_from_file_location("exactmem_bench_proof_kajitsuka", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return import_file(os.path.join(ROOT, "proofs", "kajitsuka.py"), "exactmem_bench_proof_")
 
 
 def _f(q) -> float:

@@ -21,7 +21,6 @@ Usage: ``python benchmarks/kajitsuka_table.py [--write] [--max-n 10000]``
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import os
 import sys
@@ -31,17 +30,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from exactmem.model import measure  # noqa: E402
+from exactmem.proof import import_file  # noqa: E402
 
 BEGIN, END = "<!-- kajitsuka-table:begin -->", "<!-- kajitsuka-table:end -->"
 NS = [10, 30, 100, 300, 1000, 3000, 10000]
 
 
 def _proof():
-    path = os.path.join(ROOT, "proofs", "kajitsuka.py")
-    spec = importlib.util.spec_from_file_location("exactmem_table_proof_kajitsuka", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return import_file(os.path.join(ROOT, "proofs", "kajitsuka.py"), "exactmem_table_proof_")
 
 
 PK = _proof()

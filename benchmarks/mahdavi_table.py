@@ -15,7 +15,6 @@ asserted anywhere). Seeds are fixed (``--seed``, default 0).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import os
 import sys
@@ -27,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from exactmem.certify import certify_instance  # noqa: E402
-from exactmem.proof import Instance  # noqa: E402
+from exactmem.proof import Instance, load_proof_file  # noqa: E402
 
 DOC = os.path.join(ROOT, "docs", "mahdavi.md")
 START, END = "<!-- mahdavi-table:start -->", "<!-- mahdavi-table:end -->"
@@ -35,10 +34,7 @@ SSTART, SEND = "<!-- mahdavi-search:start -->", "<!-- mahdavi-search:end -->"
 
 
 def _proof():
-    spec = importlib.util.spec_from_file_location("mahdavi_proof", os.path.join(ROOT, "proofs", "mahdavi.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return {t.name: t for t in mod.THEOREMS}
+    return {t.name: t for t in load_proof_file(os.path.join(ROOT, "proofs", "mahdavi.py"))}
 
 
 def run(theorems, H, n, d_h, d=64, shared=True, mode="softmax", seed=0, out_dir=None, classes=None, coord_den=1,

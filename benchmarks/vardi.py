@@ -25,7 +25,6 @@ Usage: ``python benchmarks/vardi.py [--sizes 4096 65536] [--out DIR] [--seed S] 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import os
 import sys
@@ -40,15 +39,11 @@ sys.path.insert(0, ROOT)
 from exactmem.certificate.checker import check_certificate, load_certificate  # noqa: E402
 from exactmem.certify import certify_instance  # noqa: E402
 from exactmem.model import Affine, forward, measure  # noqa: E402
-from exactmem.proof import Instance  # noqa: E402
+from exactmem.proof import Instance, import_file  # noqa: E402
 
 
 def load_proof():
-    path = os.path.join(ROOT, "proofs", "vardi.py")
-    spec = importlib.util.spec_from_file_location("exactmem_bench_proof_vardi", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return import_file(os.path.join(ROOT, "proofs", "vardi.py"), "exactmem_bench_proof_")
 
 
 PV = load_proof()

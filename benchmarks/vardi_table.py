@@ -21,7 +21,6 @@ Usage: ``python benchmarks/vardi_table.py [--write] [--max-exp 16] [--extra-exp 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 import tempfile
@@ -33,17 +32,13 @@ sys.path.insert(0, ROOT)
 from exactmem.certify import certify_instance  # noqa: E402
 from exactmem.constructions import relu_interpolation, vardi  # noqa: E402
 from exactmem.model import measure  # noqa: E402
-from exactmem.proof import Instance  # noqa: E402
+from exactmem.proof import Instance, import_file  # noqa: E402
 
 BEGIN, END = "<!-- vardi-table:begin -->", "<!-- vardi-table:end -->"
 
 
 def _proof():
-    path = os.path.join(ROOT, "proofs", "vardi.py")
-    spec = importlib.util.spec_from_file_location("exactmem_table_proof_vardi", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return import_file(os.path.join(ROOT, "proofs", "vardi.py"), "exactmem_table_proof_")
 
 
 PV = _proof()

@@ -17,17 +17,14 @@ certified by ``proofs/vardi.py``.
    as no group's first label uses the top label bit: the strings must be fixed-width.
 """
 
-import importlib.util
 import os
 
 from exactmem.certificate.writer import Claim
 from exactmem.constructions import vardi
-from exactmem.proof import Built, Instance, Theorem
+from exactmem.proof import Built, Instance, Theorem, import_file
 
 _here = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location("exactmem_proof_vardi_shared", os.path.join(_here, "vardi.py"))
-V = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(V)
+V = import_file(os.path.join(_here, "vardi.py"), "exactmem_proof_shared_")
 
 SOURCE = "Kajitsuka & Sato (ICLR 2025) App. C and G, read literally (docs/errata.md)"
 

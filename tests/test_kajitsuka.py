@@ -17,7 +17,7 @@ from exactmem.constructions import kajitsuka, vardi
 from exactmem.data.dataset import DataError
 from exactmem.data.kajitsuka_data import check_consistency, check_separation, generate, make_data
 from exactmem.model import Affine, Attention, Model, forward, measure
-from exactmem.proof import load_proof_file
+from exactmem.proof import import_file, load_proof_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOF = os.path.join(ROOT, "proofs", "kajitsuka.py")
@@ -287,11 +287,7 @@ def test_lemma_b2_shift_as_printed_is_refuted_and_repair_certifies(tmp_path):
     f, c = kajitsuka.paper_shifted_weights((F(0), F(-1)), 2)
     assert (f, c) == ([28, 14], 28)  # h = (0, −14): sums −28 vs 0 before the shift, 28 = 28 after
     # the same data with exactmem's verified weights is memorized
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("kerr", os.path.join(ROOT, "proofs", "kajitsuka_errata.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = import_file(os.path.join(ROOT, "proofs", "kajitsuka_errata.py"), "exactmem_test_proof_")
     data = mod.shift_data()
     b = kajitsuka.build(data)
     assert forward(b.model, data.to_dataset().inputs).outputs == [[F(0)], [F(1)]]

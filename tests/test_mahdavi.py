@@ -16,12 +16,11 @@ from exactmem.data.assumptions import (AssumptionError, check_context_rank, chec
                                        kruskal_randomized, kruskal_rank, partition_certificate)
 from exactmem.data.mahdavi_data import QueryContextData, note_tiny_example, random_query_context
 from exactmem.model import forward, measure
+from exactmem.proof import import_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOF = os.path.join(ROOT, "proofs", "mahdavi.py")
-_spec = importlib.util.spec_from_file_location("mahdavi_proof", PROOF)
-pm = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(pm)
+pm = import_file(PROOF, "exactmem_test_proof_")
 
 
 def _cert(model, data, error_bound=None):

@@ -17,23 +17,14 @@ from exactmem.certify import certify_file
 from exactmem.constructions import vardi
 from exactmem.data.dataset import DataError, Dataset
 from exactmem.model import Affine, Model, forward, measure
-from exactmem.proof import load_proof_file
+from exactmem.proof import import_file, load_proof_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOF = os.path.join(ROOT, "proofs", "vardi.py")
 ERRATA = os.path.join(ROOT, "proofs", "vardi_errata.py")
 
 
-def _proof_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("exactmem_test_proof_vardi", PROOF)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-PV = _proof_module()
+PV = import_file(PROOF, "exactmem_test_proof_")
 
 
 # ----------------------------------------------------------------------------- the gadget, exhaustively
