@@ -24,7 +24,7 @@ from fractions import Fraction
 from math import isqrt
 from typing import Union
 
-__all__ = ["Enc", "PI", "LN2", "enc", "sqrt", "log2", "ln", "emax", "ceil", "floor"]
+__all__ = ["Enc", "PI", "LN2", "enc", "sqrt", "log2", "ln", "emax", "ceil", "floor", "floor_lower"]
 
 FRAC_BITS = 12  # 2^-12 resolution for sqrt and log2 (plenty for integer-valued claims)
 
@@ -202,6 +202,13 @@ def _ceil(q: Fraction) -> int:
 def ceil(x: Number) -> Enc:
     e = enc(x)
     return Enc(_ceil(e.lo), _ceil(e.hi))
+
+
+def floor_lower(x: Number) -> int:
+    """⌊lower end⌋: an integer certainly ≤ the enclosed real (how "measured ≤ formula" claims
+    use a formula, see the module docstring)."""
+    e = enc(x)
+    return e.lo.numerator // e.lo.denominator
 
 
 def floor(x: Number) -> Enc:

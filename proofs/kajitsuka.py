@@ -32,8 +32,7 @@ SOURCE_S2S = "Kajitsuka & Sato (ICLR 2025) Corollary 4.1 (constants: note kajits
 ENGINE = "compress"  # the producer's exact engine (see proofs/vardi.py)
 
 
-def floor_lo(enc):
-    return enc.lo.numerator // enc.lo.denominator
+floor_lo = E.floor_lower
 
 
 def theorem_R2(info):
@@ -68,9 +67,7 @@ def stage_bounds(b):
     depth.append(floor_lo(vardi.eq110_depth(N2, info["C"], R2)))
     bits.append(floor_lo(vardi.eq111_bits(N2, info["C"], R2, info["F2 r^2"], info["F2 delta^2"], N2, 3)))
     # the token id (Lemma C.2 on the V distinct tokens): log2(3 d r V² √π / δ)
-    tid = E.log2(E.PI * (Fraction(9) * d * d * info["r^2 (clamped >= 1)"] * V ** 4
-                         / info["delta^2 (clamped <= 1)"])) * Fraction(1, 2)
-    bits.append(floor_lo(tid))
+    bits.append(floor_lo(vardi.lemma_c2_bits(d, info["r^2 (clamped >= 1)"], info["delta^2 (clamped <= 1)"], V)))
     return sum(depth) - 1, max(bits)
 
 
@@ -87,13 +84,13 @@ def theorem_bounds(info):
     if Nn < 2:
         return None
     D = 2 * floor_lo(vardi.eq110_depth(Nn, C, R2)) - 1
-    tid = E.log2(E.PI * (Fraction(9) * d * d * r2 * (n * N) ** 4 / d2)) * Fraction(1, 2)
+    tid = vardi.lemma_c2_bits(d, r2, d2, n * N)
     g = E.sqrt(Fraction(Nn) / E.log2(Nn))
     logR = E.log2(R2) * Fraction(1, 2)
     mx = E.emax(logR, E.log2(C))
     # F₂'s Stage I: points in R³ of norm ≤ 20 r n² N³ √(πd)/δ (56) and gaps ≥ 1/n (55), V = Nn
     s_r2 = E.PI * (Fraction(400) * r2 * n ** 4 * N ** 6 * d / d2)
-    f2_stage1 = E.log2(E.PI * s_r2 * Fraction(81 * n * n) * Nn ** 4) * Fraction(1, 2)
+    f2_stage1 = vardi.lemma_c2_bits(3, s_r2, Fraction(1, n * n), Nn)
     B = floor_lo(E.emax(tid, f2_stage1, g * mx + E.ceil(logR), g * mx + 2))
     P = 14 * (d + 1) + 210 * D + 12
     return D, B, P

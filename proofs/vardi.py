@@ -19,6 +19,7 @@ the per-subset Lemma C.1 expressions (the proof applies Lemma C.1 to each subset
 import random
 from fractions import Fraction
 
+from exactmem import enclosure as E
 from exactmem.certificate.writer import Claim
 from exactmem.constructions import vardi
 from exactmem.data.dataset import DataError, Dataset, random_points
@@ -91,8 +92,7 @@ def lemma_quantities(info):
     return N, V, d, C, r2, delta2, vardi.paper_R2(r2, delta2, V, d)
 
 
-def floor_lo(enc):
-    return enc.lo.numerator // enc.lo.denominator
+floor_lo = E.floor_lower
 
 
 def c1_claims(info):

@@ -150,6 +150,11 @@ def _log(base: str):
     raise ValueError(f"log base must be '2' or 'e', not {base!r}")
 
 
+def lemma_c2_bits(d: int, r2: Fraction, delta2: Fraction, V: int, base: str = "2") -> E.Enc:
+    """Lemma C.2's bit complexity log(3 d r V² √π δ⁻¹) (the first term of eq. (111)), from r², δ²."""
+    return _log(base)(E.PI * (Fraction(9) * d * d * r2 * V ** 4 / delta2)) * Fraction(1, 2)
+
+
 def eq110_depth(N: int, C: int, R2: E.Enc, base: str = "2") -> E.Enc:
     """Kajitsuka & Sato eq. (110), Lemma C.1's exact depth before ≲:
 
@@ -178,7 +183,7 @@ def eq111_bits(N: int, C: int, R2: E.Enc, r2: Fraction, delta2: Fraction, V: int
     ell = log(N)
     logR = log(R2) * Fraction(1, 2)
     mx = E.emax(logR, log(C))
-    first = log(E.PI * (Fraction(9) * d * d * r2 * V ** 4 / delta2)) * Fraction(1, 2)
+    first = lemma_c2_bits(d, r2, delta2, V, base)
     g = E.sqrt(N / ell)
     return E.emax(first, g * mx + E.ceil(logR), g * mx + 2)
 
@@ -620,7 +625,7 @@ def _common_info(prep: Prepared, proj: Projection, C: int) -> Dict[str, object]:
         "projected min": min(xs), "projected max": max(xs),
         "projection bits": proj.bits,
         "Lemma C.2 budget log2(3 d r V^2 sqrt(pi)/delta)":
-            str(E.log2(E.PI * (Fraction(9) * d * d * prep.r2 * V ** 4 / prep.delta2)) * Fraction(1, 2)),
+            str(lemma_c2_bits(d, prep.r2, prep.delta2, V)),
         "park gap bound (display)": _park_display(proj, prep, V, d),
     }
 
