@@ -203,7 +203,8 @@ def build(data: SequenceData, seed: int = 0, attention: str = "uniform", r=None,
     sums = weighted_counts(multisets, f)
 
     # F₁: token id (Lemma C.2) in parallel with ϕ̃ (Lemma C.1 with zero on V \ A)
-    prep_tok = vardi.prepare(tokens, [0] * V, (), 1)
+    # the token set's closest pair is known from check_separation: not searched again
+    prep_tok = vardi.prepare(tokens, [0] * V, (), 1, min_dist2=sep.min_dist2)
     proj_tok = vardi.project_to_line(prep_tok, seed + 11)
     tid = proj_tok.values  # prepare keeps the (distinct) tokens in order
     inputs = [f"z{k}" for k in range(d)]
@@ -212,7 +213,7 @@ def build(data: SequenceData, seed: int = 0, attention: str = "uniform", r=None,
     first = {"tid": vardi.stage1_expr(proj_tok, inputs)}
     if A:
         extra = [tokens[j] for j in range(V) if j not in f]
-        prep_phi = vardi.prepare([tokens[j] for j in A], [f[j] for j in A], extra, F + 1)
+        prep_phi = vardi.prepare([tokens[j] for j in A], [f[j] for j in A], extra, F + 1, min_dist2=sep.min_dist2)
         proj_phi = vardi.project_to_line(prep_phi, seed + 12)
         first["x"] = vardi.stage1_expr(proj_phi, inputs)
     prog.layer(first, carry=False)

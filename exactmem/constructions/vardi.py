@@ -91,11 +91,14 @@ def min_sq_distance(points: Sequence[tuple]) -> Fraction:
     return closest_pair(points)[0]
 
 
-def prepare(points: Sequence, labels: Sequence, extra: Sequence = (), C: int = 2) -> Prepared:
+def prepare(points: Sequence, labels: Sequence, extra: Sequence = (), C: int = 2,
+            min_dist2: Optional[Fraction] = None) -> Prepared:
     """Validate Lemma C.1's data: labels in {0,…,C−1}, one dimension, distinct points.
 
     Identical labelled points with equal labels are merged; identical points with different
     labels (an extra point counts as label 0) are an error naming both examples.
+    ``min_dist2``: the exact smallest squared distance of these (distinct) points when the
+    caller has already computed it for the same point set, so it is not searched again.
     """
     if C < 1:
         raise DataError(f"C = {C}: need at least one class")
@@ -130,7 +133,10 @@ def prepare(points: Sequence, labels: Sequence, extra: Sequence = (), C: int = 2
         if y is not None:
             n_lab += 1
     raw_r2 = max(sum((x * x for x in p), Fraction(0)) for p in pts)
-    raw_d2 = min_sq_distance(pts) if len(pts) > 1 else Fraction(1)
+    if min_dist2 is not None:
+        raw_d2 = Fraction(min_dist2)
+    else:
+        raw_d2 = min_sq_distance(pts) if len(pts) > 1 else Fraction(1)
     return Prepared(pts, labs, n_lab, d, max(Fraction(1), raw_r2), min(Fraction(1), raw_d2), raw_r2, raw_d2)
 
 
