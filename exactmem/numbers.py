@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 from math import gcd
-from typing import Iterable, Union
+from typing import Callable, Iterable, Union
 
 Rational = Fraction
 RationalLike = Union[int, Fraction, str]
@@ -152,3 +152,16 @@ def lcm_of_denominators(values: Iterable[Fraction]) -> int:
         if q != 1:
             out = out * q // gcd(out, q)
     return out
+
+
+def least_true(pred: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The smallest integer b in (lo, hi] with ``pred(b)``, by bisection, given that ``pred(hi)``
+    holds and ``pred(lo)`` does not (or lo lies below the range). Assumes ``pred`` monotone on
+    (lo, hi]; callers that doubt it evaluate the neighbours themselves (``exactmem.sweep``)."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if pred(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from .numbers import round_to_bits
+from .numbers import least_true, round_to_bits
 
 FORMAT = "exactmem-sweep"
 VERSION = 1
@@ -502,13 +502,7 @@ def search_minimal(evaluate: Callable[[int], Dict[str, Any]], crit: str, lowest:
             if hi is None:
                 status = f"none up to {cap}"
         if hi is not None:
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if ok(mid):
-                    hi = mid
-                else:
-                    lo = mid
-            bmin = hi
+            bmin = least_true(ok, lo, hi)
     if bmin is not None:
         for d in range(1, neighbours + 1):
             if bmin - 1 - d >= lowest:

@@ -67,3 +67,18 @@ def test_round_to_bits(x, b):
                 m /= 2
             assert m.numerator < 2 ** b
     assert abs(near - x) <= abs(hi - lo) / 2
+
+
+def test_least_true_bisects_to_the_first_passing_integer():
+    from exactmem.numbers import least_true
+
+    for t in range(1, 40):
+        calls = []
+
+        def pred(b, t=t):
+            calls.append(b)
+            return b >= t
+
+        assert least_true(pred, 0, 64) == t
+        assert all(0 < b <= 64 for b in calls) and len(calls) <= 6  # bisection, never lo itself
+    assert least_true(lambda b: True, 4, 5) == 5  # hi is returned unevaluated when nothing is between

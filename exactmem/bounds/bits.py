@@ -25,6 +25,7 @@ from fractions import Fraction
 from math import comb, gcd
 from typing import List, Optional
 
+from ..numbers import least_true
 from .arch import check_positive_int
 from .enclosure import Interval, log2_interval
 from .report import Report, check
@@ -83,14 +84,9 @@ def min_total_bits(W: int, N: int, C: int = 2) -> int:
     """Smallest T with 4^{T−W}·C(T, W) ≥ C^N (exactmem convention, sum of per-weight bits)."""
     W, N, C = (check_positive_int(k, v) for k, v in (("W", W), ("N", N), ("C", C)))
     target = C ** N
-    lo, hi = W, W + (target.bit_length() + 1) // 2 + 1
-    while lo < hi:  # capacity is increasing in T
-        mid = (lo + hi) // 2
-        if total_bits_capacity(W, mid) >= target:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    hi = W + (target.bit_length() + 1) // 2 + 1
+    # capacity is increasing in T: the smallest T in [W, hi] reaching the target
+    return least_true(lambda T: total_bits_capacity(W, T) >= target, W - 1, hi)
 
 
 def model_bits_report(name: str, n_params: int, max_bits: int, total_bits: int, N: int, C: int = 2) -> Report:

@@ -26,6 +26,7 @@ from fractions import Fraction
 from itertools import product as iproduct
 from typing import Iterable, List, Optional, Tuple
 
+from ..numbers import least_true
 from .arch import Architecture, check_convention, check_positive_int
 from .bookkeeping import PAPER, Bookkeeping
 from .counting import (Factor, amgm_is_equality, amgm_log2, product_log2, total_weight)
@@ -326,14 +327,8 @@ def min_L_not_ruled_out(shape: Tuple[int, int, int, int, int], n: int, N: int, c
         hi *= 2
         if hi > L_max:
             return None
-    lo = hi // 2  # ruled out at lo (or lo == 0)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ruled_out_sharp(arch(mid), n, N, convention):
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    # ruled out at hi // 2 (or hi // 2 == 0), not at hi
+    return least_true(lambda L: not ruled_out_sharp(arch(L), n, N, convention), hi // 2, hi)
 
 
 @dataclass

@@ -53,7 +53,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..data.dana_data import Conditionals, LookupTable, likely_order, t_epsilon
 from ..data.dataset import DataError, Dataset
 from ..model.layers import Affine, Attention, Embed, Head, Model
-from ..numbers import bits, round_to_bits
+from ..numbers import bits, least_true, round_to_bits
 
 Vec = List[Fraction]
 Mat = List[List[Fraction]]
@@ -776,16 +776,9 @@ def _smallest_bits(ok, start: int = 8, cap: int = 8192) -> int:
         B *= 2
         if B > cap:
             raise DataError(f"no precision up to {cap} bits passes the design check (F too ill-conditioned)")
-    lo, hi = B // 2, B
-    if lo < start:
+    if B // 2 < start:
         return B
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return least_true(ok, B // 2, B)
 
 
 # ============================================================================ the association construction
