@@ -691,6 +691,20 @@ def _max_bits(rows) -> int:
     return max((bits(x) for r in rows for x in r), default=0)
 
 
+def _instance_partition(data: QueryContextData, H: int, d_h: int, partition, seed: int, certify: bool
+                        ) -> Tuple[int, PartitionChoice]:
+    """Check the instance; return (rank budget k, the head-to-subset partition): chosen, or the
+    given one validated (with the note §4.6 per-partition certificate if ``certify``)."""
+    check_instance(data, H, d_h)
+    k = rank_budget(data.n, d_h)
+    if partition is None:
+        return k, choose_partition(data, H, k, seed)
+    part = [sorted(int(t) for t in S) for S in partition]
+    validate_partition(part, data.T, H, k)
+    cert = partition_certificate(data, part) if certify else None
+    return k, PartitionChoice(part, "given", 1, certificate=cert)
+
+
 def build(data: QueryContextData, H: int, d_h: int, mode: str = "softmax", design: str = "solve",
           partition: Optional[Sequence[Sequence[int]]] = None, designed_logits: Optional[Dict[Tuple[int, int], Sequence]] = None,
           u: Optional[Dict[int, Sequence]] = None, w: Optional[Dict[int, Sequence]] = None,
@@ -710,14 +724,7 @@ def build(data: QueryContextData, H: int, d_h: int, mode: str = "softmax", desig
     if design not in DESIGNS:
         raise ConstructionError(f"unknown design {design!r}; use one of {DESIGNS}")
     t0 = time.perf_counter()
-    check_instance(data, H, d_h)
-    k = rank_budget(data.n, d_h)
-    if partition is None:
-        choice = choose_partition(data, H, k, seed)
-    else:
-        part = [sorted(int(t) for t in S) for S in partition]
-        validate_partition(part, data.T, H, k)
-        choice = PartitionChoice(part, "given", 1, certificate=partition_certificate(data, part))
+    k, choice = _instance_partition(data, H, d_h, partition, seed, certify=True)
     secs = {"checks_and_partition": time.perf_counter() - t0}
     last: Optional[Exception] = None
     explicit = designed_logits is not None or u is not None or w is not None
@@ -931,14 +938,7 @@ def make_plan(data: QueryContextData, H: int, d_h: int, mode: str = "softmax", d
               seed: int = 0) -> Plan:
     """The construction's pieces before the scale and readout (for studying Z(c) as c varies,
     e.g. note §4.7's σ_min(Z(c)) at c = 0, 5, 50)."""
-    check_instance(data, H, d_h)
-    k = rank_budget(data.n, d_h)
-    if partition is None:
-        choice = choose_partition(data, H, k, seed)
-    else:
-        part = [sorted(int(t) for t in S) for S in partition]
-        validate_partition(part, data.T, H, k)
-        choice = PartitionChoice(part, "given", 1)
+    k, choice = _instance_partition(data, H, d_h, partition, seed, certify=False)
     return _make_plan(data, H, d_h, k, choice, mode, design, designed_logits, u, w, random.Random(seed * 7919))
 
 
