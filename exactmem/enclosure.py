@@ -134,55 +134,28 @@ def _log2_floor_scaled(q: Fraction, k: int) -> int:
     return a
 
 
-EXACT_LOG_BITS = 256  # above this size of q, log2 squares a 2^-B-rounded mantissa instead of q^(2^k)
-MANTISSA_BITS = 96
+EXACT_LOG_BITS = 256  # above this size of q, q^(2^k) is too big: use the squaring enclosure instead
 
 
-def _log2_floor_scaled_rounded(q: Fraction, k: int, up: bool) -> int:
-    """A bound on ⌊2^k · log2 q⌋ (q > 0) for large q: a lower bound if ``up`` is False, an
-    upper bound if True. q = 2^e·m with m ∈ [1, 2) exactly; then k squarings of m, each result
-    rounded outward (down / up) to MANTISSA_BITS bits, emitting bit 1 and halving whenever the
-    square is ≥ 2. Without rounding this computes ⌊2^k log2 m⌋ exactly; the map
-    y ↦ ⌊2^j log2 y⌋ is non-decreasing, so rounding every intermediate down (up) can only
-    lower (raise) the result."""
-    num, den = q.numerator, q.denominator
-    e = num.bit_length() - den.bit_length()
-    if (den << e if e >= 0 else den) > (num if e >= 0 else num << -e):
-        e -= 1  # now 2^e ≤ q < 2^(e+1)
-    B = MANTISSA_BITS
-    one = 1 << B
-    # y = m·2^B rounded, as an integer in [2^B, 2^(B+1)]
-    if e >= 0:
-        y_num, y_den = num << B, den << e
-    else:
-        y_num, y_den = num << (B - e), den
-    y = -(-y_num // y_den) if up else y_num // y_den
-    a = 0
-    for _ in range(k):
-        sq = y * y
-        a <<= 1
-        if sq >= 2 * one * one:  # y² ≥ 2 (scaled by 2^(2B))
-            a |= 1
-            sq = -(-sq // 2) if up else sq // 2
-        y = -(-sq // one) if up else sq // one
-    return (e << k) + a
-
-
-def _log2_bound(q: Fraction, k: int, up: bool) -> int:
+def _log2_enclosure(q: Fraction, k: int) -> Enc:
+    """log2 q for q > 0: the exact comparison ⌊2^k log2 q⌋ for moderate q; for huge q the
+    lower-bound module's digit-by-digit squaring enclosure
+    (:func:`exactmem.bounds.enclosure.log2_interval`, proof in its docstring)."""
     if max(q.numerator.bit_length(), q.denominator.bit_length()) <= EXACT_LOG_BITS:
-        return _log2_floor_scaled(q, k)
-    return _log2_floor_scaled_rounded(q, k, up)
+        a = _log2_floor_scaled(q, k)
+        return Enc(Fraction(a, 2 ** k), Fraction(a + 1, 2 ** k))
+    from .bounds.enclosure import log2_interval
+
+    iv = log2_interval(q, k)
+    return Enc(iv.lo, iv.hi)
 
 
 def log2(x: Number, k: int = FRAC_BITS) -> Enc:
-    """Enclosure of log2 x for x > 0, from integer arithmetic only (resolution 2^-k): exact
-    comparisons 2^a ≤ q^(2^k) for moderate q, outward-rounded mantissa squarings for huge q."""
+    """Enclosure of log2 x for x > 0, from integer arithmetic only (resolution 2^-k)."""
     e = enc(x)
     if e.lo <= 0:
         raise ValueError("logarithm of a possibly non-positive number")
-    lo = Fraction(_log2_bound(e.lo, k, False), 2 ** k)
-    hi = Fraction(_log2_bound(e.hi, k, True) + 1, 2 ** k)
-    return Enc(lo, hi)
+    return Enc(_log2_enclosure(e.lo, k).lo, _log2_enclosure(e.hi, k).hi)
 
 
 def ln(x: Number) -> Enc:

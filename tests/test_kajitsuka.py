@@ -297,17 +297,20 @@ def test_lemma_b2_shift_as_printed_is_refuted_and_repair_certifies(tmp_path):
         kajitsuka.build(data, witnesses=[ids[1], ids[2]], weights={ids[1]: 28, ids[2]: 14})
 
 
-def test_log2_enclosure_for_huge_rationals_brackets_the_exact_value():
-    """The rounded-mantissa path of enclosure.log2 (used for huge q, e.g. δ² with 40-bit
-    denominators) brackets the exact ⌊2^k log2 q⌋ of the q^(2^k) comparison."""
+def test_log2_enclosure_for_huge_rationals_brackets_the_exact_value(monkeypatch):
+    """The squaring path of enclosure.log2 (used for huge q, e.g. δ² with 40-bit denominators;
+    bounds.enclosure.log2_interval) encloses the exact cell [a, a + 1]/2^k, a = ⌊2^k log2 q⌋
+    from the q^(2^k) comparison, and is at most two cells wide."""
     from exactmem import enclosure as E
 
+    monkeypatch.setattr(E, "EXACT_LOG_BITS", 0)  # force the squaring path on every q
     rng = random.Random(5)
     for _ in range(400):
         q = F(rng.getrandbits(rng.randint(1, 300)) + 1, rng.getrandbits(rng.randint(1, 300)) + 1)
         exact = E._log2_floor_scaled(q, 12)
-        lo, hi = E._log2_floor_scaled_rounded(q, 12, False), E._log2_floor_scaled_rounded(q, 12, True)
-        assert lo <= exact <= hi <= lo + 2
+        enc = E._log2_enclosure(q, 12)
+        assert enc.lo <= F(exact, 4096) and F(exact + 1, 4096) <= enc.hi <= enc.lo + F(2, 4096)
+    monkeypatch.undo()
     big = F(3 ** 500, 7 ** 300)
     enc = E.log2(big)
     assert enc.lo <= F(math.log2(3) * 500 - math.log2(7) * 300) <= enc.hi and enc.hi - enc.lo <= F(3, 4096)
