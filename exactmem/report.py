@@ -427,6 +427,7 @@ def _finish(plt, fig, ax, path: str, ylabel: str, title: str, title_size: int = 
     plt.close(fig)
     return path
 
+
 def plot_bits(rs, title: str, path: str) -> Optional[str]:
     xs, ys = _series(rs, "float_exact")
     if len(xs) < 2:
