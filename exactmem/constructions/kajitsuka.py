@@ -43,7 +43,7 @@ from . import vardi
 
 # √π from below (√π = 1.77245385090551602729…): F = ⌈4N'²|A|·SQRT_PI_LO⌉ ≤ ⌈4N'²|A|√π⌉.
 SQRT_PI_LO = Fraction(177245385090551602, 10 ** 17)
-PI_LO = Fraction(314159265358979323, 10 ** 17)
+PI_LO = E.PI.lo  # π from below (the enclosure module's truncation)
 
 
 class ConstructionError(RuntimeError):
