@@ -25,7 +25,7 @@ from fractions import Fraction
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from exactmem.certify import certify_instance  # noqa: E402
+from exactmem.pipeline import certify_instance  # noqa: E402
 from exactmem.proof import Instance, load_proof_file  # noqa: E402
 
 DOC = os.path.join(ROOT, "docs", "mahdavi.md")

@@ -37,7 +37,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from exactmem.certificate.checker import check_certificate, load_certificate  # noqa: E402
-from exactmem.certify import certify_instance  # noqa: E402
+from exactmem.pipeline import certify_instance  # noqa: E402
 from exactmem.model import Affine, forward, measure  # noqa: E402
 from exactmem.proof import Instance, import_file  # noqa: E402
 

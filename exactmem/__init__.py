@@ -20,8 +20,6 @@ Constructions: ``em.kajitsuka``, ``em.vardi``, ``em.mahdavi``, ``em.dana``; lowe
 """
 
 import importlib
-import sys
-import types
 
 __version__ = "0.1.0"
 
@@ -64,18 +62,3 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY))
-
-
-class _Package(types.ModuleType):
-    """``exactmem.certify`` is both a submodule (the proof-file pipeline, ``exactmem/certify.py``)
-    and the library function :func:`exactmem.api.certify`. Importing the submodule would
-    normally rebind the package attribute to the module; this keeps the function there
-    (``from exactmem.certify import certify_file`` still works through ``sys.modules``)."""
-
-    def __setattr__(self, name, value):
-        if name == "certify" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

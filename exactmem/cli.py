@@ -15,7 +15,7 @@ EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2,
 
 
 def _cmd_certify(args) -> int:
-    from .certify import certify_file, format_table
+    from .pipeline import certify_file, format_table
     from .proof import ProofFileError
 
     def show(row):
@@ -43,7 +43,7 @@ def _cmd_certify(args) -> int:
         print(json.dumps([r.__dict__ for r in rows], indent=1, default=str))
     else:
         print(format_table(rows))
-        from .certify import resolve_checker
+        from .pipeline import resolve_checker
 
         chk = resolve_checker(args.checker, args.size)
         how = f"{chk} checker" + (f" (--checker auto for --size {args.size})" if args.checker == "auto" else "")

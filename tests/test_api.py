@@ -35,9 +35,9 @@ def test_import_is_lazy():
 
 
 def test_certify_stays_the_function_after_importing_the_pipeline_module():
-    out = _py("from exactmem.certify import certify_file; import exactmem, exactmem.certify\n"
+    out = _py("from exactmem.pipeline import certify_file; import exactmem, exactmem.pipeline\n"
               "print(callable(exactmem.certify), exactmem.certify.__module__, callable(certify_file))\n"
-              "import sys; print(hasattr(sys.modules['exactmem.certify'], 'certify_instance'))")
+              "import sys; print(hasattr(sys.modules['exactmem.pipeline'], 'certify_instance'))")
     assert out.split() == ["True", "exactmem.api", "True", "True"]
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from exactmem.certificate.checker import canonical_hash, check_certificate, load_certificate
-from exactmem.certify import certify_file
+from exactmem.pipeline import certify_file
 from exactmem.data.dataset import dataset_from_json
 from exactmem.model import decode_output, forward, model_from_json
 from exactmem.numbers import format_rational, parse_rational

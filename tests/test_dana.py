@@ -12,7 +12,7 @@ import pytest
 
 from exactmem.certificate.checker import canonical_hash, check_certificate
 from exactmem.certificate.writer import Claim, build_certificate
-from exactmem.certify import certify_file
+from exactmem.pipeline import certify_file
 from exactmem.constructions import dana
 from exactmem.data.dana_data import (Conditionals, LookupTable, random_conditionals, random_table, t_epsilon)
 from exactmem.data.dataset import DataError

@@ -12,7 +12,7 @@ import pytest
 
 from exactmem.certificate.checker import check_certificate
 from exactmem.certificate.writer import build_certificate
-from exactmem.certify import certify_file
+from exactmem.pipeline import certify_file
 from exactmem.constructions import kajitsuka, vardi
 from exactmem.data.dataset import DataError
 from exactmem.data.kajitsuka_data import check_consistency, check_separation, generate, make_data

@@ -10,7 +10,7 @@ import pytest
 from exactmem import assign, linalg
 from exactmem.certificate.checker import canonical_hash, check_certificate
 from exactmem.certificate.writer import build_certificate
-from exactmem.certify import certify_file
+from exactmem.pipeline import certify_file
 from exactmem.constructions import mahdavi as M
 from exactmem.data.assumptions import (AssumptionError, check_context_rank, check_query_kruskal, kruskal_at_least,
                                        kruskal_randomized, kruskal_rank, partition_certificate)

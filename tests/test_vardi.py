@@ -13,7 +13,7 @@ from exactmem import enclosure as E
 from exactmem.certificate.checker import check_certificate, load_certificate
 from exactmem.certificate.fastcheck import check_certificate_fast
 from exactmem.certificate.writer import build_certificate
-from exactmem.certify import certify_file
+from exactmem.pipeline import certify_file
 from exactmem.constructions import vardi
 from exactmem.data.dataset import DataError, Dataset
 from exactmem.model import Affine, Model, forward, measure

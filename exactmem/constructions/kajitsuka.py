@@ -24,7 +24,7 @@ Pipeline (note §4.1), all weights exact rationals:
   for every k (seq-to-seq, note §4.9), labels y. E_out is its affine output layer.
 
 Only building happens here (with the exact data facts the proof needs checked on the way);
-:mod:`exactmem.certify` evaluates the network and the independent checker judges.
+:mod:`exactmem.pipeline` evaluates the network and the independent checker judges.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ c = max(1, ⌈log₂ C⌉) for labels in {0, …, C − 1}, fixed-width g·ρ- a
 w_j (slot 0 in the most significant block), the last group padded with slots of key 0 and
 label 0 (key 0 never matches: every projected point is ≥ 2).
 
-Only building happens here; :mod:`exactmem.certify` evaluates and the independent checker
+Only building happens here; :mod:`exactmem.pipeline` evaluates and the independent checker
 judges. The paper's size formulas (110)/(111) are evaluated as rigorous rational enclosures
 (:mod:`exactmem.enclosure`) by :func:`eq110_depth` and :func:`eq111_bits`.
 """
