@@ -1,4 +1,4 @@
-"""Bit-precision sweeps (exactmem/sweep.py, exactmem/report.py, CLI sweep/report).
+"""Bit-precision sweeps (exactmem/sweep/, exactmem/report.py, CLI sweep/report).
 
 Hand-made networks with minimal bits known exactly, a planted monotonicity violation,
 resumable sweeps, and the floating-point engines checked against each other and against

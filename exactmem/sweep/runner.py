@@ -1,0 +1,127 @@
+"""Running a sweep: every point of a spec not yet finished in the output directory, in this
+process or in a pool of worker processes; then ``sweep.json`` and the tables.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List
+
+from .point import run_point
+from .results import POINTS_FILE, SWEEP_FILE, _append, load_records, summarize_record, sweep_document, \
+    write_json_atomic
+from .spec import SweepSpec, _slug, plan
+from .tables import write_tables as _write_tables
+
+
+def _worker(point, verbose):  # top-level for pickling
+    return run_point(point, verbose)
+
+
+_LIMITS = None
+
+
+def _init_worker():
+    """One BLAS thread per worker process, so K workers do not oversubscribe the CPUs."""
+    global _LIMITS
+    try:
+        from threadpoolctl import threadpool_limits
+
+        _LIMITS = threadpool_limits(limits=1)
+    except Exception:  # pragma: no cover - speed only
+        _LIMITS = None
+
+
+@dataclass
+class SweepRun:
+    out_dir: str
+    records: List[Dict[str, Any]]  # this grid's records (finished ones), grid order
+    ran: int
+    skipped: int
+    errors: List[Dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _bar(k: int, n: int, width: int = 20) -> str:
+    f = int(width * k / n) if n else width
+    return "[" + "#" * f + "." * (width - f) + "]"
+
+
+def run_sweep(spec: SweepSpec, out_dir: str, workers: int = 1, quiet: bool = False, verbose: bool = False,
+              fresh: bool = False, write_tables: bool = True) -> SweepRun:
+    """Run every point of ``spec`` not already finished in ``out_dir``; write ``sweep.json``
+    (all finished points of the directory) and the tables."""
+    t_start = time.perf_counter()
+    pts = plan(spec)
+    os.makedirs(out_dir, exist_ok=True)
+    done = load_records(out_dir)
+    todo = [p for p in pts if fresh or p["key"] not in done]
+    skipped = len(pts) - len(todo)
+
+    def say(msg):
+        if not quiet:
+            print(msg, file=sys.stderr, flush=True)
+
+    say(f"sweep: {len(pts)} points ({skipped} already in {out_dir}/{POINTS_FILE}, {len(todo)} to run"
+        + (f", {workers} workers" if workers > 1 else "") + ")")
+    for p in todo:
+        p["out_dir"] = out_dir
+    errors: List[Dict[str, Any]] = []
+    finished = 0
+
+    def record(rec):
+        nonlocal finished
+        finished += 1
+        if rec.get("status") == "done":
+            _append(out_dir, rec)
+            done[rec["key"]] = rec
+        else:
+            errors.append(rec)
+        el = time.perf_counter() - t_start
+        eta = el / finished * (len(todo) - finished)
+        p = rec["point"]
+        say(f"{_bar(finished, len(todo))} {finished}/{len(todo)} {p['theorem']} {_slug(p)} seed {p['seed']} "
+            f"{p['task']}: {summarize_record(rec)} ({rec['seconds']:.1f} s; elapsed {el:.0f} s, ETA {eta:.0f} s)")
+
+    order = sorted(todo, key=lambda p: -_cost_hint(p))
+    try:
+        if workers <= 1 or len(todo) <= 1:
+            for p in order:
+                record(run_point(p, verbose))
+        else:
+            import concurrent.futures as cf
+            import multiprocessing as mp
+
+            ex = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                                        initializer=_init_worker)
+            try:
+                futs = [ex.submit(_worker, p, verbose) for p in order]
+                for f in cf.as_completed(futs):
+                    record(f.result())
+            except BaseException:
+                ex.shutdown(wait=False, cancel_futures=True)
+                raise
+            ex.shutdown()
+    finally:  # also after Ctrl-C: sweep.json and the tables hold every finished point
+        doc = sweep_document(done.values())
+        write_json_atomic(os.path.join(out_dir, SWEEP_FILE), doc)
+        if write_tables:
+            _write_tables(doc, out_dir)
+    recs = [done[p["key"]] for p in pts if p["key"] in done]
+    for e in errors:  # even with quiet
+        print(f"error: {e['point']['theorem']} {_slug(e['point'])} seed {e['point']['seed']} {e['point']['task']}: "
+              f"{e['error']}", file=sys.stderr, flush=True)
+    return SweepRun(out_dir, recs, len(todo), skipped, errors, time.perf_counter() - t_start)
+
+
+def _cost_hint(p) -> float:
+    """Bigger instances first, so parallel workers finish together (a heuristic only)."""
+    v = 1.0
+    for k in ("N", "V", "n", "H", "T"):
+        x = p["params"].get(k)
+        if isinstance(x, int) and not isinstance(x, bool) and x > 0:
+            v *= x
+    return v * (3 if p["task"] == "quant-float" else 1)
