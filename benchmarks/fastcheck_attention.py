@@ -46,7 +46,7 @@ from fractions import Fraction
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from exactmem.certificate.checker import _parse, canonical_hash, check_certificate  # noqa: E402
+from exactmem.certificate.checker import canonical_hash, check_certificate, parse_certificate  # noqa: E402
 from exactmem.certificate.fastcheck import check_certificate_fast  # noqa: E402
 from exactmem.certificate.writer import build_certificate  # noqa: E402
 from exactmem.data.dataset import Dataset  # noqa: E402
@@ -141,7 +141,7 @@ def timed(f, doc):
 
 def compare(doc, label: str, no_pure: bool):
     t0 = time.perf_counter()
-    _parse(doc)
+    parse_certificate(doc)
     t_parse = time.perf_counter() - t0
     vf, tf = timed(check_certificate_fast, doc)
     print(f"[{label}] fast : {vf.status:9s} {tf:8.2f} s   (of which parsing/validation {t_parse:.2f} s)")

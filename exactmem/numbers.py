@@ -12,6 +12,8 @@ from fractions import Fraction
 from math import gcd
 from typing import Callable, Iterable, Union
 
+from .certificate.text import int_str, parse_int
+
 Rational = Fraction
 RationalLike = Union[int, Fraction, str]
 
@@ -22,28 +24,8 @@ class RationalFormatError(ValueError):
     """A string is not an exact rational of the form ``p`` or ``p/q``."""
 
 
-_DIGITS = 4000  # below CPython's default 4300-digit limit on int <-> str conversion
-
-
-def str_to_int(s: str) -> int:
-    """int(s) for a decimal string of any length (split in halves below the 4300-digit limit)."""
-    if len(s) <= _DIGITS:
-        return int(s)
-    if s[0] == "-":
-        return -str_to_int(s[1:])
-    k = len(s) // 2
-    return str_to_int(s[:-k]) * 10 ** k + str_to_int(s[-k:])
-
-
-def int_to_str(n: int) -> str:
-    """str(n) for an int of any size (exact rationals of Dana et al.'s mode (a) reach ~10^24000)."""
-    if n < 0:
-        return "-" + int_to_str(-n)
-    if n.bit_length() < 3 * _DIGITS:
-        return str(n)
-    k = n.bit_length() * 3 // 20  # about half the decimal digits (log10 2 > 3/10)
-    hi, lo = divmod(n, 10 ** k)
-    return int_to_str(hi) + int_to_str(lo).rjust(k, "0")
+# decimal text of any length, shared with the checker's kernel (no dependence on CPython's int-str limit)
+str_to_int, int_to_str = parse_int, int_str
 
 
 def parse_rational(text: str) -> Fraction:

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exactmem.certificate.checker import (MalformedCertificate, Verdict, canonical_hash, check_certificate,
-                                          load_certificate, main)
+                                          load_certificate)
+from exactmem.certificate.command import main
 
 # ---------------------------------------------------------------- building certificates by hand
 

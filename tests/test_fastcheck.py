@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exactmem.certificate import fastcheck
-from exactmem.certificate.checker import _parse, check_certificate
+from exactmem.certificate.checker import check_certificate, check_examples, parse_certificate
 from exactmem.certificate.fastcheck import check_certificate_fast, fast_supported
 from exactmem.model import Affine, FeedForward, Model, forward
 from exactmem.model.affine_stack import AffineStep, ScaledInts, run_stack
@@ -79,11 +79,11 @@ def _pure_not_called(*args, **kw):
 def _same_fast(doc):
     """As _same, and the fast path must evaluate the model itself (no hand-off)."""
     a = check_certificate(doc)
-    saved, fastcheck.check_certificate = fastcheck.check_certificate, _pure_not_called
+    saved, fastcheck.check_examples = fastcheck.check_examples, _pure_not_called
     try:
         b = check_certificate_fast(doc)
     finally:
-        fastcheck.check_certificate = saved
+        fastcheck.check_examples = saved
     assert (a.status, a.witness, a.measured) == (b.status, b.witness, b.measured), (a, b)
     return a
 
@@ -496,19 +496,20 @@ def test_softmax_like_attention_goes_to_the_pure_checker(monkeypatch):
     mdl["layers"].append(affine([[1], [-1]]))
     doc = cert(mdl, [[[1], [2]]], [0])
     called = []
-    monkeypatch.setattr(fastcheck, "check_certificate",
-                        lambda d, p=None: called.append(d) or check_certificate(d, p))
-    assert check_certificate_fast(doc).status == "CERTIFIED" and called == [doc]
+    monkeypatch.setattr(fastcheck, "check_examples",
+                        lambda c, ex, cap, b: called.append(c) or check_examples(c, ex, cap, b))
+    assert check_certificate_fast(doc).status == "CERTIFIED" and len(called) == 1
     # any kind other than hardmax / uniform (e.g. one added to the checker later) is handed off too
     hard = cert(model([attention([head([[1]], [[1]], [[1]], [[1]])], "hardmax", True)], dim=1), [[[1], [2]]],
                 [[4]])
-    parsed = _parse(hard)
+    parsed = parse_certificate(hard)
     assert fast_supported(parsed)
     parsed.layers[0].kind = "softmax2"
     assert not fast_supported(parsed)
-    monkeypatch.setattr(fastcheck, "_parse", lambda d: parsed)
+    monkeypatch.setattr(fastcheck, "parse_certificate", lambda d, b: parsed)
     called.clear()
-    assert check_certificate_fast(hard).status == "CERTIFIED" and called == [hard]
+    v = check_certificate_fast(hard)  # the kernel judges the parsed (softmax2) model: not what the file's hardmax gives
+    assert called == [parsed] and v.status == "REFUTED" and v.witness["example"] == 0
 
 
 def test_cli_check_engine_fast_with_attention(tmp_path):

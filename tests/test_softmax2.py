@@ -17,6 +17,7 @@ from exactmem.model import (Attention, Head, Model, ModelError, Softmax2Error, U
                             model_from_json, model_to_json)
 from exactmem.model.forward import softmax2_weights
 from exactmem.model.layers import ATTENTION_KINDS, Affine
+from exactmem.model.layers import SOFTMAX2_MAX_SPREAD as PRODUCER_SPREAD
 
 # Tokens are (value, 1). WQ reads the flag 1 of the query, WK the value of the key, so the
 # score of key k is its value: tokens (0, 1), (1, 1), (2, 1) have scores (0, 1, 2).
@@ -81,10 +82,10 @@ def test_non_integer_score_is_an_error_naming_layer_example_position():
 def test_spread_limit_refused_quickly():
     t = time.perf_counter()
     with pytest.raises(Softmax2Error, match="exceeds the softmax2 limit 2\\^20"):
-        forward(_model(), [_seq(0, SOFTMAX2_MAX_SPREAD + 1)])
+        forward(_model(), [_seq(0, PRODUCER_SPREAD + 1)])
     assert time.perf_counter() - t < 5
-    w = softmax2_weights([0, SOFTMAX2_MAX_SPREAD])  # at the limit: still exact
-    assert w[0] == F(1, 2 ** SOFTMAX2_MAX_SPREAD + 1)
+    w = softmax2_weights([0, PRODUCER_SPREAD])  # at the limit: still exact
+    assert w[0] == F(1, 2 ** PRODUCER_SPREAD + 1)
 
 
 def test_serialization_round_trip():
@@ -155,7 +156,8 @@ def test_checker_spread_limit_is_unknown_not_a_hang():
     doc = _doc(_model(), [_seq(0, 1, 2), _seq(0, 1, 2)], [[F(10, 7)], [F(10, 7)]])
     doc["dataset"]["inputs"][0][1] = [str(big), "1"]
     v = check_certificate(_rehash(doc))
-    assert v.status == "UNKNOWN" and f"spread {big}" in v.message and "limit 2^20" in v.message
+    assert v.status == "UNKNOWN" and f"spread {big}" in v.message and v.limit == "max_value_bits"
+    assert f"exceeds {SOFTMAX2_MAX_SPREAD} (verifier limit max_value_bits; raise it with --max-value-bits" in v.message
     assert time.perf_counter() - t < 5
     doc["dataset"]["inputs"][1][1] = ["1/2", "1"]  # a refutation later on still wins
     assert check_certificate(_rehash(doc)).status == "REFUTED"

@@ -66,12 +66,10 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-try:
-    from .checker import (OPS, Verdict, _Affine, _Attn, _Cert, _Embed, _FF, _fmt, _integer, _judge, _Lin, _parse,
-                          check_certificate)
-except ImportError:  # run as a loose script next to checker.py
-    from checker import (OPS, Verdict, _Affine, _Attn, _Cert, _Embed, _FF, _fmt, _integer, _judge,  # type: ignore
-                         _Lin, _parse, check_certificate)
+from .checker import (Budget, Limits, ParsedCertificate, Verdict, check_claims, check_examples, judge_example,
+                      parse_certificate, precision_cap)
+from .linear import Affine, Attention, Embed, FeedForward, Lin
+from .limits import LimitExceeded
 
 __all__ = ["check_certificate_fast", "fast_supported"]
 
@@ -167,7 +165,7 @@ def _dedup(vals: List[np.ndarray], ix: _Index) -> Tuple[List[np.ndarray], _Index
 # ----------------------------------------------------------------------------- one linear step
 
 
-def _sparse(lin: _Lin) -> List[List[Tuple[int, int]]]:
+def _sparse(lin: Lin) -> List[List[Tuple[int, int]]]:
     return [[(j, a) for j, a in enumerate(row) if a] for row in lin.A]
 
 
@@ -284,7 +282,7 @@ def _compress(arrays: List[np.ndarray], T: int) -> List[_Row]:
     return [_Row(v, ix) for v in vals]
 
 
-def _lin_rows(rows: List[_Row], lin: _Lin, T: int) -> List[_Row]:
+def _lin_rows(rows: List[_Row], lin: Lin, T: int) -> List[_Row]:
     """W·rows (no bias, no ReLU): numerators over D·lin.L."""
     return _step(rows, _sparse(lin), None, 1, lin.L, False, T)
 
@@ -323,7 +321,7 @@ def _length_groups(seqs: _Seqs, n_queries: Optional[int]):
             yield L, g[a:a + step]
 
 
-def _hardmax_weights(layer: _Attn, WQ: _Lin, WK: _Lin, rows: List[_Row], seqs: _Seqs) -> _Weights:
+def _hardmax_weights(layer: Attention, WQ: Lin, WK: Lin, rows: List[_Row], seqs: _Seqs) -> _Weights:
     """Argmax sets of the scores (WK z_k)·(WQ z_j), compared exactly as integers over D²·L_Q·L_K."""
     last, others = layer.query == "last", layer.keys == "others"
     if not any(map(any, WQ.A)) or not any(map(any, WK.A)):  # every score is 0: all keys tie
@@ -375,7 +373,7 @@ def _mix(x: np.ndarray, bound: int, w: _Weights, seqs: _Seqs, last: bool, others
     return out
 
 
-def _attention(layer: _Attn, rows: List[_Row], D: int, seqs: _Seqs) -> Tuple[List[_Row], int, _Seqs]:
+def _attention(layer: Attention, rows: List[_Row], D: int, seqs: _Seqs) -> Tuple[List[_Row], int, _Seqs]:
     """One hardmax / uniform attention layer on the compressed rows (numerators over D)."""
     last, others = layer.query == "last", layer.keys == "others"
     Tq = seqs.n if last else seqs.T
@@ -416,23 +414,23 @@ def _attention(layer: _Attn, rows: List[_Row], D: int, seqs: _Seqs) -> Tuple[Lis
     return out, Dn, (_Seqs(np.ones(seqs.n, dtype=np.int64)) if last else seqs)
 
 
-def fast_supported(cert: _Cert) -> bool:
+def fast_supported(cert: ParsedCertificate) -> bool:
     """True if every layer is one this path evaluates exactly (token-wise, hardmax, uniform)."""
     if cert.softmax_at is not None:
         return False
-    return all(isinstance(l, (_Embed, _Affine, _FF)) or (isinstance(l, _Attn) and l.kind in EXACT_ATTENTION)
+    return all(isinstance(l, (Embed, Affine, FeedForward)) or (isinstance(l, Attention) and l.kind in EXACT_ATTENTION)
                for l in cert.layers)
 
 
 # ----------------------------------------------------------------------------- whole model
 
 
-def _initial_rows(cert: _Cert, T: int) -> Tuple[List[_Row], int, int]:
+def _initial_rows(cert: ParsedCertificate, T: int) -> Tuple[List[_Row], int, int]:
     """Rows of the first layer's input (all tokens side by side, compressed to the distinct
     token columns: one shared index) and the common denominator."""
     seen: Dict[object, int] = {}
     if cert.tokens:
-        emb: _Embed = cert.layers[0]
+        emb: Embed = cert.layers[0]
         keys = [(t, s) if emb.P is not None else t for x in cert.inputs for s, t in enumerate(x)]
     else:
         keys = [tuple(tok) for x in cert.inputs for tok in x]
@@ -476,20 +474,21 @@ def _reduce(rows: List[_Row], D: int) -> Tuple[List[_Row], int]:
     return out, D // g
 
 
-def _evaluate(cert: _Cert) -> Tuple[List[_Row], int, np.ndarray]:
+def _evaluate(cert: ParsedCertificate, budget: Budget) -> Tuple[List[_Row], int, np.ndarray]:
     """Run every layer on all tokens at once; return the final rows, D and sequence lengths."""
     seqs = _Seqs(np.array([len(x) for x in cert.inputs], dtype=np.int64))
     rows, D, start = _initial_rows(cert, seqs.T)
     layers = cert.layers[start:]
-    last_attn = max((i for i, l in enumerate(layers) if isinstance(l, _Attn)), default=-1)
+    last_attn = max((i for i, l in enumerate(layers) if isinstance(l, Attention)), default=-1)
     for i, layer in enumerate(layers):
+        budget.tick()
         if i > last_attn and cert.position == "last" and seqs.T > seqs.n:
             rows, seqs = _select(rows, seqs.ends - 1), _Seqs(np.ones(seqs.n, dtype=np.int64))
-        if isinstance(layer, _Affine):
+        if isinstance(layer, Affine):
             lin = layer.lin
             rows = _step(rows, _sparse(lin), lin.c, D, lin.L, layer.relu, seqs.T)
             D *= lin.L
-        elif isinstance(layer, _FF):
+        elif isinstance(layer, FeedForward):
             l1, l2 = layer.lin1, layer.lin2
             hidden = _step(rows, _sparse(l1), l1.c, D, l1.L, True, seqs.T)
             both = hidden + rows
@@ -500,13 +499,23 @@ def _evaluate(cert: _Cert) -> Tuple[List[_Row], int, np.ndarray]:
                 extra = [[(len(hidden) + r, k)] for r in range(len(rows))]
             rows = _step(both, sp2, l2.c, D * l1.L, l1.L * l2.L, False, seqs.T, extra)
             D *= l1.L * l2.L
-        elif isinstance(layer, _Attn) and layer.kind in EXACT_ATTENTION:
+        elif isinstance(layer, Attention) and layer.kind in EXACT_ATTENTION:
             rows, D, seqs = _attention(layer, rows, D, seqs)
         else:  # pragma: no cover - guarded by check_certificate_fast
             raise TypeError(type(layer).__name__)
         if D.bit_length() > 256:
             rows, D = _reduce(rows, D)
+        budget.value(max(D.bit_length(), *(_max_bits(r.vals) for r in rows)),
+                     f"the output of model.layers[{i + start}]")
     return rows, D, seqs.lengths
+
+
+def _max_bits(vals: np.ndarray) -> int:
+    if not len(vals):
+        return 0
+    if vals.dtype == np.int64:
+        return int(np.abs(vals).max()).bit_length()
+    return max(abs(int(v)) for v in vals.tolist()).bit_length()
 
 
 def _token_values(row: _Row, positions: np.ndarray) -> List[int]:
@@ -514,21 +523,28 @@ def _token_values(row: _Row, positions: np.ndarray) -> List[int]:
     return [int(v) for v in row.vals[sel].tolist()]
 
 
-def check_certificate_fast(doc: dict, max_precision: Optional[int] = None) -> Verdict:
-    """Same contract as :func:`checker.check_certificate`, batched. Softmax-like attention → pure checker."""
-    cert = _parse(doc)
-    if not fast_supported(cert):
-        return check_certificate(doc, max_precision)
-    measured = cert.measured
-    for raw, q, op, bound in cert.claims:
-        if not OPS[op](measured[q], bound):
-            return Verdict("REFUTED", {"claim": dict(raw), "bound": _fmt(bound), "measured": str(measured[q])},
-                           f"claim {q} {op} {_fmt(bound)} fails: measured {q} = {measured[q]}", None, measured)
-    if max_precision is not None:  # validated as the pure checker does (unused: the model is exact)
-        _integer(max_precision, "max_precision argument", 1)
-    n, k = len(cert.inputs), len(cert.claims)
+def check_certificate_fast(doc: dict, max_precision: Optional[int] = None, *, limits: Optional[Limits] = None,
+                           budget: Optional[Budget] = None) -> Verdict:
+    """Same contract as :func:`checker.check_certificate`, batched; models this path does not
+    evaluate (softmax, softmax2) go to the kernel unchanged. Only the outputs are computed
+    here: the claims, the judgement of each example and the verdict are the kernel's."""
+    budget = budget or Budget(limits)
+    try:
+        cert = parse_certificate(doc, budget)
+    except LimitExceeded as x:
+        return Verdict("UNKNOWN", None, f"{x} while reading the certificate", None, {}, x.limit)
+    cap = precision_cap(cert, max_precision, budget.limits)
+    refuted = check_claims(cert)
+    if refuted or not fast_supported(cert):
+        return refuted or check_examples(cert, range(len(cert.inputs)), cap, budget)
+    n, k, measured = len(cert.inputs), len(cert.claims), cert.measured
     if n:
-        rows, D, lengths = _evaluate(cert)
+        try:
+            rows, D, lengths = _evaluate(cert, budget)
+        except LimitExceeded as x:  # the kernel decides what a limit means, example by example
+            if x.limit == "time_limit":
+                return Verdict("UNKNOWN", None, f"{x}; no refutation found", None, measured, x.limit)
+            return check_examples(cert, range(n), cap, budget)
         ends = np.cumsum(lengths)
         starts = ends - lengths
         if cert.position == "last":
@@ -540,7 +556,7 @@ def check_certificate_fast(doc: dict, max_precision: Optional[int] = None) -> Ve
                 cols = [[Fraction(v[e], D) for v in per_row]]
             else:
                 cols = [[Fraction(v[t], D) for v in per_row] for t in range(int(starts[e]), int(ends[e]))]
-            status, wit = _judge(cert, e, cols)
+            status, wit = judge_example(cert, e, cols)
             if status == "fail":
                 what = "claimed output differs from" if wit["reason"] == "outputs" else "label not met by"
                 return Verdict("REFUTED", wit, f"example {e}: {what} the re-derived output", None, measured)

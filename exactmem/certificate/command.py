@@ -1,0 +1,109 @@
+"""``exactmem check``: read a certificate within the verifier's limits and print its verdict.
+
+Exit 0 CERTIFIED, 1 REFUTED (with a witness), 2 UNKNOWN (undecided, or a limit reached: the
+message names it), 3 malformed (one line naming the field or the limit). Imports only the
+kernel; ``--engine fast`` loads the optional NumPy accelerator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from fractions import Fraction
+from typing import List, Optional
+
+from .checker import MalformedCertificate, check_certificate, load_certificate
+from .limits import Limits
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise _UsageError(message)
+
+
+def _positive(text: str, what: str) -> int:
+    if not (text.isascii() and text.isdigit() and len(text) <= 30) or int(text) < 1:
+        raise _UsageError(f"{what} must be a positive integer, got {text[:40]!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> Optional[Fraction]:
+    if text.lower() == "none":
+        return None
+    try:
+        t = Fraction(text)  # exact: "2.5" is 5/2
+    except (ValueError, ZeroDivisionError):
+        raise _UsageError(f"--time-limit takes seconds (e.g. 30, 2.5, 1/4) or none, got {text[:40]!r}") from None
+    if t <= 0:
+        raise _UsageError("--time-limit must be positive (or none)")
+    return t
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    d = Limits()
+    ap.add_argument("cert", help="certificate file (.json or .json.gz)")
+    ap.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    ap.add_argument("--engine", choices=("pure", "fast"), default="pure",
+                    help="pure (default): the kernel, one example at a time, int/Fraction only; fast: the optional "
+                         "batched exact NumPy path (exactmem/certificate/fastcheck.py), same verdicts")
+    ap.add_argument("--max-precision", default=None, metavar="BITS",
+                    help=f"most interval bits granted after a softmax layer (default {d.max_precision or 4096}; "
+                         "the certificate's check.max_precision may lower it)")
+    ap.add_argument("--time-limit", default=None, metavar="SECONDS",
+                    help=f"wall-clock limit, then UNKNOWN (default {d.time_limit}; 'none' for no limit)")
+    ap.add_argument("--max-digits", default=None, metavar="N",
+                    help=f"most decimal digits of one number in the file (default {d.max_digits:,})")
+    ap.add_argument("--max-bytes", default=None, metavar="N",
+                    help=f"most bytes of the certificate after gunzip (default {d.max_bytes:,})")
+    ap.add_argument("--max-value-bits", default=None, metavar="N",
+                    help=f"most bits of an intermediate value or softmax2 score spread (default {d.max_value_bits:,})")
+
+
+def limits_from_args(args) -> Limits:
+    """The verifier's Limits from parsed ``check`` arguments (defaults where not given)."""
+    kw = {k: _positive(getattr(args, k), "--" + k.replace("_", "-"))
+          for k in ("max_precision", "max_digits", "max_bytes", "max_value_bits") if getattr(args, k) is not None}
+    if args.time_limit is not None:
+        kw["time_limit"] = _seconds(args.time_limit)
+    return Limits(**kw)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``check CERT [--json] [--engine pure|fast] [limits]``; the leading word ``check`` may be omitted."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) >= 2 and argv[0] == "check":
+        argv = argv[1:]
+    ap = _Parser(prog="exactmem check", description="Independent checker for exactmem certificates.")
+    add_arguments(ap)
+    try:
+        args = ap.parse_args(argv)
+        limits = limits_from_args(args)
+        check = check_certificate
+        if args.engine == "fast":
+            from .fastcheck import check_certificate_fast as check
+        verdict = check(load_certificate(args.cert, limits), limits=limits)
+    except _UsageError as e:
+        print(f"usage error: {e}", file=sys.stderr)
+        return 3
+    except MalformedCertificate as e:
+        print(f"malformed certificate: {e}", file=sys.stderr)
+        return 3
+    except (RecursionError, MemoryError) as e:
+        print(f"cannot check certificate: {type(e).__name__}", file=sys.stderr)
+        return 3
+    if args.json:
+        print(json.dumps(verdict.to_json(), sort_keys=True))
+    else:
+        print(f"{verdict.status}: {verdict.message}")
+        if verdict.witness is not None:
+            print("witness: " + json.dumps(verdict.witness, sort_keys=True))
+    return verdict.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

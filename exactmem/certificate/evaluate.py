@@ -1,0 +1,211 @@
+"""Re-deriving a model's outputs (kernel): exact in Q, then rational intervals after softmax.
+
+Exact evaluation keeps each sequence as integer columns over one common denominator D
+(``nums / D``); a token-wise layer is integer dot products and the new denominator is
+``L * D``. ``hardmax``/``uniform``/``softmax2`` attention stays exact: ties share the mass, and
+``softmax2`` weights are 2^{s_k − min s}/Σ_j 2^{s_j − min s} for integer scores s_k (Dana et al.
+note §3.7). From the first ``softmax`` layer on, values are intervals with outward rounding to
+p bits (:mod:`rational_interval`). Every layer ticks the budget and checks the size of its
+values against ``max_value_bits``.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from itertools import chain, repeat
+from math import gcd, lcm
+from operator import add, mul, sub
+from typing import List, Optional, Tuple
+
+from .limits import Budget
+from .linear import Affine, Attention, Embed, FeedForward, Lin
+from .rational_interval import Interval, idot, irelu, isum, round_ratio, softmax
+
+
+class Undecided(Exception):
+    """The intervals at the current precision cannot decide a comparison."""
+
+
+class Softmax2Fault(Exception):
+    """A softmax2 score is not an integer (``spread`` None) or its query's scores spread past the
+    value limit. ``where`` = (head, query position, key position); ``layer`` set by the caller."""
+
+    def __init__(self, where: Tuple[int, int, int], score, spread: Optional[int] = None):
+        super().__init__()
+        self.where, self.score, self.spread, self.layer, self.precision = where, score, spread, None, None
+
+
+def _combine(parts: List[Tuple[List[int], int]]) -> Tuple[List[int], int]:
+    """Σ nums_i / den_i over the lcm of the denominators."""
+    den = lcm(*(d for _, d in parts))
+    out = None
+    for nums, d in parts:
+        s = nums if d == den else list(map(mul, nums, repeat(den // d)))
+        out = s if out is None else list(map(add, out, s))
+    return out, den
+
+
+def softmax2_exponents(scores: List[Fraction], where, budget: Budget) -> List[int]:
+    """s_k − min s for integer scores; Softmax2Fault otherwise or past the value limit."""
+    for k, sc in enumerate(scores):
+        if sc.denominator != 1:
+            raise Softmax2Fault(where(k), sc)
+    ints = [sc.numerator for sc in scores]
+    lo, hi = min(ints), max(ints)
+    if hi - lo > budget.limits.max_value_bits:
+        raise Softmax2Fault(where(ints.index(hi)), scores[ints.index(hi)], hi - lo)
+    return [x - lo for x in ints]
+
+
+def _exact_layer(layer, cols: List[List[int]], D: int, budget: Budget):
+    if isinstance(layer, Affine):
+        return [layer.lin.apply(c, D, layer.relu) for c in cols], D * layer.lin.L
+    if isinstance(layer, FeedForward):
+        l1, l2 = layer.lin1, layer.lin2
+        out = [l2.apply(l1.apply(c, D, True), D * l1.L) for c in cols]
+        if layer.residual:
+            k = l1.L * l2.L
+            out = [list(map(add, o, map(mul, c, repeat(k)))) for o, c in zip(out, cols)]
+        return out, D * l1.L * l2.L
+    n = len(cols)
+    heads = [(WQ, WK, None if WK is None else [WK.apply(c, D) for c in cols], WV, WO)
+             for WQ, WK, WV, WO in layer.heads]
+    res = []
+    for j in ([n - 1] if layer.query == "last" else range(n)):
+        budget.tick()
+        K = [k for k in range(n) if layer.keys == "all" or k != j]
+        parts = [(cols[j], D)] if layer.residual else []
+        for h, (WQ, WK, keys, WV, WO) in enumerate(heads):
+            if keys is None:
+                I, a = K, None
+            else:
+                q = WQ.apply(cols[j], D)
+                sc = [sum(map(mul, keys[k], q)) for k in K]
+                if layer.kind == "softmax2":
+                    den = D * D * WQ.L * WK.L  # score k = sc[k] / den
+                    ex = softmax2_exponents([Fraction(v, den) for v in sc], lambda i: (h, j, K[i]), budget)
+                    I, a = K, [1 << x for x in ex]
+                else:
+                    best = max(sc)
+                    I, a = [k for k, s in zip(K, sc) if s == best], None
+            Z = len(I) if a is None else sum(a)
+            rows = (cols[k] for k in I) if a is None else (list(map(mul, cols[k], repeat(ak))) for k, ak in zip(I, a))
+            z = list(map(sum, zip(*rows)))
+            o = WO.apply(WV.apply(z, D), D * WV.L)
+            parts.append((o, D * WV.L * WO.L * Z))
+        res.append(_combine(parts))
+    den = lcm(*(d for _, d in res))
+    return [c if d == den else list(map(mul, c, repeat(den // d))) for c, d in res], den
+
+
+def exact_prefix(cert, x, stop: int, budget: Budget):
+    """Run layers [0, stop) exactly on one example; return (columns, denominator)."""
+    layers = cert.layers
+    if cert.tokens:
+        emb: Embed = layers[0]
+        cols = [emb.E[t] if emb.P is None else list(map(add, emb.E[t], emb.P[s])) for s, t in enumerate(x)]
+        D, start = emb.L, 1
+    else:
+        D = lcm(*(v.denominator for tok in x for v in tok))
+        cols = [[v.numerator * (D // v.denominator) for v in tok] for tok in x]
+        start = 0
+    for i, layer in enumerate(layers[start:stop], start):
+        budget.tick()
+        try:
+            cols, D = _exact_layer(layer, cols, D, budget)
+        except Softmax2Fault as f:
+            f.layer = i
+            raise
+        if D.bit_length() > 256:
+            g = gcd(D, *chain.from_iterable(cols))
+            if g > 1:
+                cols, D = [[v // g for v in c] for c in cols], D // g
+        budget.value(max(D.bit_length(), *(v.bit_length() for v in chain.from_iterable(cols))),
+                     f"the output of model.layers[{i}]")
+    return cols, D
+
+
+def _lin_iv(lin: Lin, col: List[Interval], p: int, relu: bool = False) -> List[Interval]:
+    """Enclosure of W x + b for x in a box: midpoint image ± |W| · radius, rounded to p bits."""
+    M = lcm(*(x.lo.denominator for x in col), *(x.hi.denominator for x in col))
+    LO = [x.lo.numerator * (M // x.lo.denominator) for x in col]
+    HI = [x.hi.numerator * (M // x.hi.denominator) for x in col]
+    mid = lin.apply(list(map(add, LO, HI)), 2 * M)
+    rad = list(map(sub, HI, LO))
+    r = lin.absolute().apply(rad, 2 * M) if any(rad) else repeat(0)
+    den = 2 * M * lin.L
+    out = [Interval(round_ratio(c - e, den, p, False), round_ratio(c + e, den, p, True)) for c, e in zip(mid, r)]
+    return [irelu(x) for x in out] if relu else out
+
+
+def _argmax_set(scores: List[Interval]) -> List[int]:
+    """Indices of the maximal scores, if the intervals decide them."""
+    best = max(s.lo for s in scores)
+    cand = [k for k, s in enumerate(scores) if s.hi >= best]
+    if len(cand) == 1 or all(scores[k].lo == scores[k].hi == best for k in cand):
+        return cand
+    raise Undecided()
+
+
+def _iv_integer(x: Interval) -> Optional[Fraction]:
+    """The integer value of a point interval; None if [lo, hi] contains no integer; Undecided
+    if it contains one but is not a point."""
+    if x.lo == x.hi and x.lo.denominator == 1:
+        return x.lo
+    if -((-x.lo.numerator) // x.lo.denominator) > x.hi.numerator // x.hi.denominator:  # ceil(lo) > floor(hi)
+        return None
+    raise Undecided()
+
+
+def _iv_layer(layer, cols: List[List[Interval]], p: int, budget: Budget) -> List[List[Interval]]:
+    if isinstance(layer, Affine):
+        return [_lin_iv(layer.lin, c, p, layer.relu) for c in cols]
+    if isinstance(layer, FeedForward):
+        out = [_lin_iv(layer.lin2, _lin_iv(layer.lin1, c, p, True), p) for c in cols]
+        return [[isum(xy, p) for xy in zip(o, c)] for o, c in zip(out, cols)] if layer.residual else out
+    n = len(cols)
+    heads = [(WQ, None if WK is None else [_lin_iv(WK, c, p) for c in cols], [_lin_iv(WV, c, p) for c in cols], WO)
+             for WQ, WK, WV, WO in layer.heads]
+    res = []
+    for j in ([n - 1] if layer.query == "last" else range(n)):
+        budget.tick()
+        K = [k for k in range(n) if layer.keys == "all" or k != j]
+        parts = [cols[j]] if layer.residual else []
+        for h, (WQ, keys, vals, WO) in enumerate(heads):
+            if keys is None:
+                w, I = [Fraction(1, len(K))] * len(K), K
+            else:
+                q = _lin_iv(WQ, cols[j], p)
+                sc = [idot(keys[k], q, p) for k in K]
+                if layer.kind == "softmax":
+                    w, I = softmax(sc, p), K
+                elif layer.kind == "softmax2":
+                    ints = [_iv_integer(x) for x in sc]
+                    bad = next((i for i, v in enumerate(ints) if v is None), None)
+                    if bad is not None:
+                        raise Softmax2Fault((h, j, K[bad]), sc[bad])
+                    a = [1 << x for x in softmax2_exponents(ints, lambda i: (h, j, K[i]), budget)]
+                    w, I = [Fraction(ak, sum(a)) for ak in a], K
+                else:
+                    I = [K[i] for i in _argmax_set(sc)]
+                    w = [Fraction(1, len(I))] * len(I)
+            mixed = [idot(w, [vals[k][i] for k in I], p) for i in range(WO.cols)]
+            parts.append(_lin_iv(WO, mixed, p))
+        res.append([isum(xs, p) for xs in zip(*parts)])
+    return res
+
+
+def interval_suffix(cert, cols: List[List[int]], D: int, stop: int, p: int, budget: Budget):
+    """Layers [stop, end) on the exact columns ``cols / D`` with p-bit intervals."""
+    iv = [[Interval(Fraction(v, D), Fraction(v, D)) for v in c] for c in cols]
+    for i, layer in enumerate(cert.layers[stop:], stop):
+        budget.tick()
+        try:
+            iv = _iv_layer(layer, iv, p, budget)
+        except Softmax2Fault as f:
+            f.layer = i
+            raise
+        budget.value(max(max(x.numerator.bit_length(), x.denominator.bit_length()) for c in iv for y in c for x in y),
+                     f"an interval endpoint after model.layers[{i}]")
+    return iv
+

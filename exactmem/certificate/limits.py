@@ -1,0 +1,84 @@
+"""Verifier-side budgets (kernel; ``docs/certificate.md`` § Budgets).
+
+The verifier decides how much a check may spend, not the certificate: ``Limits`` holds the
+verifier's limits (safe defaults below), and a certificate's ``check.limits`` may only lower
+them. A limit hit raises :class:`LimitExceeded`, which the checker turns into ``UNKNOWN``
+(time, precision, value size) or a malformed certificate (file size, digits). Time is integer
+nanoseconds of ``time.monotonic_ns``; no floating point.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, fields, replace
+from fractions import Fraction
+from typing import Optional
+
+DEFAULT_MAX_PRECISION = 4096  # interval bits granted when the verifier names none (the writer's default ask)
+OPTION = {"max_digits": "--max-digits", "max_bytes": "--max-bytes", "max_precision": "--max-precision",
+          "max_value_bits": "--max-value-bits", "time_limit": "--time-limit"}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one check may spend. ``max_precision`` None: the certificate's ``check.max_precision``,
+    at most DEFAULT_MAX_PRECISION; a value: exactly that cap. ``time_limit`` None: no limit."""
+
+    max_digits: int = 100_000  # decimal digits of one numerator or denominator in the file
+    max_bytes: int = 256 << 20  # bytes of the certificate document (after gunzip)
+    max_precision: Optional[int] = None  # bits of interval precision after a softmax layer
+    max_value_bits: int = 1 << 19  # bits of any intermediate integer, and of a softmax2 score spread
+    time_limit: Optional[Fraction] = Fraction(3600)  # seconds of wall-clock time
+
+    def __post_init__(self):
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name == "time_limit":
+                if v is not None:
+                    v = Fraction(v)
+                    if v <= 0:
+                        raise ValueError("time_limit must be positive seconds or None")
+                    object.__setattr__(self, "time_limit", v)
+            elif (v is not None or f.name != "max_precision") and (
+                    not isinstance(v, int) or isinstance(v, bool) or v < 1):
+                raise ValueError(f"{f.name} must be a positive integer, got {v!r}")
+
+    def lowered(self, asked: dict) -> "Limits":
+        """These limits, lowered to what a certificate asks (never raised)."""
+        new = {k: v if getattr(self, k) is None else min(getattr(self, k), v) for k, v in asked.items()}
+        return replace(self, **new)
+
+
+class LimitExceeded(Exception):
+    """A budget ran out. ``limit`` is the Limits field; the message says how to raise it."""
+
+    def __init__(self, limit: str, what: str):
+        super().__init__(f"{what} (verifier limit {limit}; raise it with {OPTION[limit]} or Limits({limit}=...))")
+        self.limit = limit
+
+
+def seconds(x: Fraction) -> str:
+    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
+
+
+class Budget:
+    """The running check's limits and deadline; ``tick()`` is called between bounded steps."""
+
+    def __init__(self, limits: Optional[Limits] = None):
+        self.limits = limits or Limits()
+        t = self.limits.time_limit
+        self.deadline = None if t is None else time.monotonic_ns() + t.numerator * 10 ** 9 // t.denominator
+
+    def restart(self, limits: Limits) -> None:
+        """Apply lowered limits (e.g. the certificate's ask); the deadline only moves earlier."""
+        old, self.limits = self.deadline, limits
+        self.__init__(limits)
+        self.deadline = old if self.deadline is None or (old is not None and old < self.deadline) else self.deadline
+
+    def tick(self) -> None:
+        if self.deadline is not None and time.monotonic_ns() > self.deadline:
+            raise LimitExceeded("time_limit", f"time limit of {seconds(self.limits.time_limit)} s reached")
+
+    def value(self, bits: int, what: str) -> None:
+        if bits > self.limits.max_value_bits:
+            raise LimitExceeded("max_value_bits", f"{what} needs {bits} bits, more than {self.limits.max_value_bits}")

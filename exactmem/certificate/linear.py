@@ -1,0 +1,96 @@
+"""The model as the kernel holds it: integer linear maps and the four layer types.
+
+A matrix W (and bias b) of rationals is stored as integers over their least common
+denominator L; applied to a column ``nums / D`` it gives integer numerators over ``L * D``.
+These classes are part of the kernel's public API: accelerators read them, never build them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from itertools import repeat
+from math import lcm
+from operator import add, mul
+from typing import List, Optional, Tuple
+
+
+class Lin:
+    """x ↦ W x + b over exact columns; ``A`` = L·W, ``c`` = L·b (integers), ``cols`` inputs.
+
+    Tall matrices (rows ≥ 8·cols) are applied column by column with C-level ``map`` chains,
+    and a column whose entries are all equal becomes one scalar."""
+
+    def __init__(self, A: List[List[int]], c: Optional[List[int]], L: int, cols: int):
+        self.A, self.c, self.L, self.cols, self.rows = A, c, L, cols, len(A)
+        self.T = self.const = self._abs = None
+        if cols * 8 <= self.rows:
+            self.T = [list(t) for t in zip(*A)]
+            self.const = [t[0] if t.count(t[0]) == len(t) else None for t in self.T]
+
+    @staticmethod
+    def make(W: List[List[Fraction]], b: Optional[List[Fraction]]) -> "Lin":
+        L = lcm(*(x.denominator for row in W for x in row), *(x.denominator for x in b or ()))
+        A = [[x.numerator * (L // x.denominator) for x in row] for row in W]
+        c = None if b is None else [x.numerator * (L // x.denominator) for x in b]
+        return Lin(A, c, L, len(W[0]))
+
+    def absolute(self) -> "Lin":
+        """|W| (no bias) over the same L: the radius map of interval evaluation."""
+        if self._abs is None:
+            self._abs = Lin([[abs(a) for a in row] for row in self.A], None, self.L, self.cols)
+        return self._abs
+
+    def apply(self, v: List[int], D: int, relu: bool = False) -> List[int]:
+        """Numerators of W v/D + b over L*D, then max(0, ·) if ``relu``."""
+        c = self.c
+        if c is not None and D != 1:
+            c = map(mul, c, repeat(D))
+        if self.T is None:
+            it = (sum(map(mul, row, v)) for row in self.A)
+            if c is not None:
+                it = map(add, it, c)
+        else:
+            it, s = c, 0
+            for col, k, x in zip(self.T, self.const, v):
+                if not x:
+                    continue
+                if k is not None:
+                    s += k * x
+                else:
+                    t = col if x == 1 else map(mul, col, repeat(x))
+                    it = t if it is None else map(add, it, t)
+            if it is None:
+                it = repeat(s, self.rows)
+            elif s:
+                it = map(add, it, repeat(s))
+        return [x if x > 0 else 0 for x in it] if relu else list(it)
+
+
+@dataclass
+class Embed:
+    E: List[List[int]]  # token embeddings over L
+    P: Optional[List[List[int]]]  # position embeddings over L
+    L: int
+
+
+@dataclass
+class Affine:
+    lin: Lin
+    relu: bool
+
+
+@dataclass
+class FeedForward:
+    lin1: Lin  # ReLU hidden layer
+    lin2: Lin
+    residual: bool
+
+
+@dataclass
+class Attention:
+    kind: str  # softmax | hardmax | uniform | softmax2
+    residual: bool
+    query: str  # all | last
+    keys: str  # all | others
+    heads: List[Tuple[Optional[Lin], Optional[Lin], Lin, Lin]]  # (WQ, WK, WV, WO); WQ, WK None for uniform

@@ -1,0 +1,423 @@
+"""Reading and validating a certificate (kernel; format v1, ``docs/certificate.md``).
+
+``load_certificate`` reads a file within the verifier's byte limit; ``parse_certificate``
+checks every field, the hash and the digit limit, and returns a :class:`ParsedCertificate`:
+the layers as :mod:`linear` holds them, the dataset as ints and Fractions, the claims and
+the measured size quantities. Anything invalid raises :class:`MalformedCertificate` naming
+the field. Standard library only.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+import zlib
+from dataclasses import dataclass
+from fractions import Fraction
+from math import lcm
+from typing import Dict, List, Optional
+
+from .limits import Budget, LimitExceeded, Limits
+from .linear import Affine, Attention, Embed, FeedForward, Lin
+from .text import parse_int, short
+
+FORMAT = "exactmem-certificate"
+VERSION = 1
+QUANTITIES = ("n_params", "n_nonzero", "width", "relu_depth", "attention_layers", "depth", "max_bits",
+              "total_bits", "n_examples")
+OPS = {"==": lambda a, b: a == b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b,
+       "<": lambda a, b: a < b, ">": lambda a, b: a > b}
+ATTENTION_KINDS = ("softmax", "hardmax", "uniform", "softmax2")
+JSON_INT_DIGITS = 300  # JSON integer literals (ids, sizes, seeds); rationals are strings
+ASKABLE = ("max_digits", "max_value_bits", "time_limit")  # limits a certificate may lower (check.limits)
+_RATIONAL = re.compile(r"(-?)([0-9]+)(?:/([0-9]+))?")
+
+
+class MalformedCertificate(Exception):
+    """The file is not a valid version-1 certificate (or exceeds a size limit); the message names why."""
+
+
+@dataclass
+class ParsedCertificate:
+    layers: list  # Embed | Affine | FeedForward | Attention
+    tokens: bool
+    position: str  # readout position: last | all
+    decode: str  # identity | argmax
+    out_dim: int
+    softmax_at: Optional[int]  # index of the first softmax layer
+    inputs: list  # per example: token ids, or Fraction vectors
+    labels: list
+    outputs: list
+    claims: list  # (raw claim dict, quantity, op, bound)
+    error_bound: Optional[Fraction]
+    max_precision: int  # what the certificate asks
+    measured: Dict[str, int]
+
+
+def jtype(x) -> str:
+    """A short description of a JSON value for messages."""
+    if x is None or isinstance(x, bool):
+        return "null" if x is None else "boolean"
+    if isinstance(x, int):
+        return f"number {x}" if x.bit_length() < 64 else f"a {x.bit_length()}-bit number"
+    if isinstance(x, float):
+        return f"number {x!r}"
+    if isinstance(x, str):
+        return f"string {x[:40]!r}"
+    return {list: "list", tuple: "list", dict: "object"}.get(type(x), type(x).__name__)
+
+
+def bad(path: str, what: str):
+    raise MalformedCertificate(f"{path}: {what}")
+
+
+def canonical_hash(doc: dict) -> str:
+    """ "sha256:" + hex digest of the canonical JSON of ``doc`` without "hash" and "meta"."""
+    body = {k: v for k, v in doc.items() if k not in ("hash", "meta")}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _pairs(pairs):
+    d = {}
+    for k, v in pairs:
+        if k in d:
+            raise MalformedCertificate(f"duplicate key {k!r} in a JSON object")
+        d[k] = v
+    return d
+
+
+def _constant(name):
+    raise MalformedCertificate(f"invalid JSON constant {name}")
+
+
+def _json_int(s: str) -> int:
+    if len(s) > JSON_INT_DIGITS:
+        raise MalformedCertificate(f"a JSON integer literal of {len(s)} digits (at most {JSON_INT_DIGITS}; "
+                                   "numbers are strings)")
+    return int(s)
+
+
+def load_certificate(path: str, limits: Optional[Limits] = None) -> dict:
+    """Read a certificate (JSON, or gzip-compressed JSON) of at most ``limits.max_bytes`` bytes;
+    anything unreadable is malformed."""
+    cap = (limits or Limits()).max_bytes
+    try:
+        with open(path, "rb") as f:
+            data = f.read(cap + 1)
+    except OSError as e:
+        raise MalformedCertificate(f"cannot read {path}: {e.strerror or e}") from None
+    if path.endswith(".gz") or data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.GzipFile(fileobj=_Bytes(data)).read(cap + 1) if len(data) <= cap else data
+        except (OSError, EOFError, zlib.error) as e:
+            raise MalformedCertificate(f"{path}: truncated or corrupt gzip data ({e})") from None
+    if len(data) > cap:
+        raise MalformedCertificate(f"{path}: " + str(LimitExceeded("max_bytes", f"the certificate is larger "
+                                                                                f"than {cap} bytes")))
+    try:
+        doc = json.loads(data.decode("utf-8"), object_pairs_hook=_pairs, parse_constant=_constant,
+                         parse_int=_json_int)
+    except UnicodeDecodeError as e:
+        raise MalformedCertificate(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise MalformedCertificate(f"{path}: invalid or truncated JSON ({e.msg} at line {e.lineno} "
+                                   f"column {e.colno})") from None
+    except (ValueError, RecursionError) as e:
+        raise MalformedCertificate(f"{path}: unreadable JSON ({type(e).__name__})") from None
+    if not isinstance(doc, dict):
+        raise MalformedCertificate(f"{path}: the top level must be a JSON object, got {jtype(doc)}")
+    return doc
+
+
+def _Bytes(data: bytes):
+    import io
+
+    return io.BytesIO(data)
+
+
+def integer(x, path: str, lo: Optional[int] = None, hi: Optional[int] = None) -> int:
+    if not isinstance(x, int) or isinstance(x, bool):
+        bad(path, f"expected a JSON integer, got {jtype(x)}")
+    if (lo is not None and x < lo) or (hi is not None and x > hi):
+        bad(path, f"integer {jtype(x)[7:]} out of range [{'-inf' if lo is None else lo}, "
+                  f"{'inf' if hi is None else hi}]")
+    return x
+
+
+def _bool(x, path: str) -> bool:
+    if not isinstance(x, bool):
+        bad(path, f"expected true or false, got {jtype(x)}")
+    return x
+
+
+def _str(x, path: str, choices=None) -> str:
+    if not isinstance(x, str):
+        bad(path, f"expected a string, got {jtype(x)}")
+    if choices is not None and x not in choices:
+        bad(path, f"{x[:40]!r} is not one of {', '.join(map(repr, choices))}")
+    return x
+
+
+def _list(x, path: str, n: Optional[int] = None, nonempty: bool = False) -> list:
+    if not isinstance(x, (list, tuple)):
+        bad(path, f"expected a list, got {jtype(x)}")
+    if n is not None and len(x) != n:
+        bad(path, f"wrong shape: expected length {n}, got {len(x)}")
+    if nonempty and not x:
+        bad(path, "wrong shape: expected a nonempty list")
+    return x
+
+
+def _obj(x, path: str, required, optional=()) -> dict:
+    if not isinstance(x, dict):
+        bad(path, f"expected an object, got {jtype(x)}")
+    for k in required:
+        if k not in x:
+            bad(path, f"missing field {k!r}")
+    extra = sorted(set(x) - set(required) - set(optional), key=str)
+    if extra:
+        bad(path, f"unknown field {extra[0][:40]!r}")
+    return x
+
+
+class _Reader:
+    """Numbers under the digit limit, parameters collected for the size claims."""
+
+    def __init__(self, budget: Budget):
+        self.budget, self.params = budget, []
+
+    def rat(self, x, path: str) -> Fraction:
+        if not isinstance(x, str):
+            bad(path, f'expected a rational string like "-3/8", got {jtype(x)}')
+        m = _RATIONAL.fullmatch(x)
+        if not m:
+            bad(path, f"bad rational {x[:40]!r} (expected \"p\" or \"p/q\", decimal digits, no spaces/decimals)")
+        cap = self.budget.limits.max_digits
+        if max(len(m[2]), len(m[3] or "")) > cap:
+            bad(path, str(LimitExceeded("max_digits", f"a number of {max(len(m[2]), len(m[3] or ''))} digits, "
+                                                      f"more than {cap}")))
+        den = parse_int(m[3]) if m[3] else 1
+        if den == 0:
+            bad(path, f"zero denominator in {short(x)!r}")
+        return Fraction(-parse_int(m[2]) if m[1] else parse_int(m[2]), den)
+
+    def vec(self, x, n: Optional[int], path: str, param: bool = False) -> List[Fraction]:
+        self.budget.tick()
+        v = [self.rat(y, f"{path}[{i}]") for i, y in enumerate(_list(x, path, n, nonempty=True))]
+        if param:
+            self.params.extend(v)
+        return v
+
+    def mat(self, x, rows: Optional[int], cols: Optional[int], path: str) -> List[List[Fraction]]:
+        rs = _list(x, path, nonempty=True)
+        if rows is not None and len(rs) != rows:
+            bad(path, f"wrong shape: expected {rows} rows, got {len(rs)}")
+        if cols is None:
+            cols = len(_list(rs[0], f"{path}[0]", nonempty=True))
+        for i, r in enumerate(rs):
+            if not isinstance(r, (list, tuple)) or len(r) != cols:
+                bad(f"{path}[{i}]", f"wrong shape: expected a row of {cols} entries, got "
+                                    f"{len(r) if isinstance(r, (list, tuple)) else jtype(r)}")
+        return [self.vec(r, cols, f"{path}[{i}]", True) for i, r in enumerate(rs)]
+
+    def layer(self, d, path: str, m: int, first: bool, tokens: bool, meas: dict):
+        """Validate one layer acting on m-dim tokens; return (layer, output dim, width)."""
+        if not isinstance(d, dict):
+            bad(path, f"expected an object, got {jtype(d)}")
+        if "type" not in d:
+            bad(path, "missing field 'type'")
+        t = _str(d.get("type"), f"{path}.type", ("embed", "affine", "feedforward", "attention"))
+        if (t == "embed") != (first and tokens):
+            bad(path, "an embed layer must be the first layer, and only of a model with token input"
+                if t == "embed" else "a model with token input must start with an embed layer")
+        meas["depth_relu"] += t == "feedforward" or (t == "affine" and d.get("relu") is True)
+        if t == "embed":
+            _obj(d, path, ("type", "E"), ("P",))
+            E = self.mat(d["E"], m, None, f"{path}.E")
+            width = len(E[0])
+            P = None if d.get("P") is None else self.mat(d["P"], None, width, f"{path}.P")
+            L = lcm(*(x.denominator for row in E + (P or []) for x in row))
+            scale = lambda M: [[x.numerator * (L // x.denominator) for x in row] for row in M]  # noqa: E731
+            return Embed(scale(E), None if P is None else scale(P), L), width, width
+        if t == "affine":
+            _obj(d, path, ("type", "W", "relu"), ("b",))
+            W = self.mat(d["W"], None, m, f"{path}.W")
+            b = None if d.get("b") is None else self.vec(d["b"], len(W), f"{path}.b", True)
+            return Affine(Lin.make(W, b), _bool(d["relu"], f"{path}.relu")), len(W), len(W)
+        if t == "feedforward":
+            _obj(d, path, ("type", "W1", "b1", "W2", "b2", "residual"))
+            W1 = self.mat(d["W1"], None, m, f"{path}.W1")
+            b1 = self.vec(d["b1"], len(W1), f"{path}.b1", True)
+            W2 = self.mat(d["W2"], m, len(W1), f"{path}.W2")
+            b2 = self.vec(d["b2"], m, f"{path}.b2", True)
+            ff = FeedForward(Lin.make(W1, b1), Lin.make(W2, b2), _bool(d["residual"], f"{path}.residual"))
+            return ff, m, max(m, len(W1))
+        _obj(d, path, ("type", "kind", "residual", "query", "keys", "heads"))
+        kind = _str(d["kind"], f"{path}.kind", ATTENTION_KINDS)
+        residual = _bool(d["residual"], f"{path}.residual")
+        heads, m_out, sH, vH = [], None, 0, 0
+        for h, hd in enumerate(_list(d["heads"], f"{path}.heads", nonempty=True)):
+            hp = f"{path}.heads[{h}]"
+            _obj(hd, hp, ("WV", "WO"), ("WQ", "WK"))
+            WQ = WK = None
+            for k in ("WQ", "WK"):
+                if kind == "uniform" and hd.get(k) is not None:
+                    bad(f"{hp}.{k}", "must be absent or null for uniform attention")
+                if kind != "uniform" and hd.get(k) is None:
+                    bad(hp, f"missing field {k!r} ({kind} attention needs query and key matrices)")
+            if kind != "uniform":
+                WQ = self.mat(hd["WQ"], None, m, f"{hp}.WQ")
+                WK = self.mat(hd["WK"], len(WQ), m, f"{hp}.WK")
+                sH += len(WQ)
+            WV = self.mat(hd["WV"], None, m, f"{hp}.WV")
+            WO = self.mat(hd["WO"], m_out, len(WV), f"{hp}.WO")
+            m_out, vH = len(WO), vH + len(WV)
+            heads.append((WQ and Lin.make(WQ, None), WK and Lin.make(WK, None), Lin.make(WV, None),
+                          Lin.make(WO, None)))
+        if residual and m_out != m:
+            bad(f"{path}.heads[0].WO", f"wrong shape: a residual attention layer needs {m} output rows, got {m_out}")
+        meas["attention_layers"] += 1
+        q = _str(d["query"], f"{path}.query", ("all", "last"))
+        keys = _str(d["keys"], f"{path}.keys", ("all", "others"))
+        return Attention(kind, residual, q, keys, heads), m_out, max(m_out, sH, vH)
+
+    def answer(self, x, path: str, position: str, decode: str, n_out: int, dim: int, is_label: bool):
+        """A label or claimed output: a column / class index, or a list of them per position."""
+        if position == "all":
+            return [self.answer(y, f"{path}[{t}]", "last", decode, 1, dim, is_label)
+                    for t, y in enumerate(_list(x, path, n_out))]
+        if decode == "argmax":
+            return integer(x, path, 0, dim - 1) if is_label else integer(x, path)
+        return self.vec(x, dim, path)
+
+
+def _header(doc, budget: Budget) -> None:
+    """Format, version, fields, hash; then the certificate's ``check.limits`` lower the budget."""
+    if not isinstance(doc, dict):
+        raise MalformedCertificate(f"the certificate must be a JSON object, got {jtype(doc)}")
+    for k in ("format", "version"):
+        if k not in doc:
+            bad("(top level)", f"missing field {k!r}")
+    if doc["format"] != FORMAT:
+        bad("format", f"expected {FORMAT!r}, got {jtype(doc['format'])}")
+    v = doc["version"]
+    if not isinstance(v, int) or isinstance(v, bool) or v != VERSION:
+        shown = v if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() < 64 else jtype(v)
+        bad("version", f"unknown certificate version {shown} (this checker reads version {VERSION})")
+    _obj(doc, "(top level)", ("format", "version", "theorem", "instance", "seed", "model", "dataset", "outputs",
+                              "claims", "check", "hash"), ("meta",))
+    h = doc["hash"]
+    if not isinstance(h, str) or not re.fullmatch(r"sha256:[0-9a-f]{64}", h):
+        bad("hash", f'expected "sha256:" followed by 64 lowercase hex digits, got {jtype(h)}')
+    try:
+        actual = canonical_hash(doc)
+    except (TypeError, ValueError, RecursionError) as e:
+        raise MalformedCertificate(f"content cannot be serialised canonically: {type(e).__name__}") from None
+    if actual != h:
+        bad("hash", f"wrong hash: the file says {h} but its content hashes to {actual} "
+                    "(edited without re-hashing, or corrupted)")
+    _str(doc["theorem"], "theorem")
+    _str(doc["instance"], "instance")
+    if doc["seed"] is not None:
+        integer(doc["seed"], "seed")
+    if "meta" in doc and not isinstance(doc["meta"], dict):
+        bad("meta", f"expected an object, got {jtype(doc['meta'])}")
+    chk = _obj(doc["check"], "check", ("error_bound", "max_precision"), ("limits",))
+    asked = _obj(chk.get("limits", {}), "check.limits", (), ASKABLE)
+    asked = {k: _Reader(budget).rat(v, f"check.limits.{k}") if k == "time_limit" else
+             integer(v, f"check.limits.{k}", 1) for k, v in asked.items()}
+    if asked.get("time_limit", 1) <= 0:
+        bad("check.limits.time_limit", "must be positive seconds")
+    budget.restart(budget.limits.lowered(asked))
+
+
+def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate:
+    """Validate ``doc`` and verify its hash (MalformedCertificate otherwise); the budget's time
+    limit is checked while reading (LimitExceeded)."""
+    budget = budget or Budget()
+    _header(doc, budget)
+    rd = _Reader(budget)
+    model = _obj(doc["model"], "model", ("input", "layers", "readout"))
+    inp = model["input"]
+    if not isinstance(inp, dict):
+        bad("model.input", f"expected an object, got {jtype(inp)}")
+    if "type" not in inp:
+        bad("model.input", "missing field 'type'")
+    tokens = _str(inp["type"], "model.input.type", ("vectors", "tokens")) == "tokens"
+    key = "vocab" if tokens else "dim"
+    _obj(inp, "model.input", ("type", key))
+    m = integer(inp[key], f"model.input.{key}", 1)
+    vocab, in_dim = (m, None) if tokens else (None, m)
+    ro = _obj(model["readout"], "model.readout", ("position", "decode"))
+    position = _str(ro["position"], "model.readout.position", ("last", "all"))
+    decode = _str(ro["decode"], "model.readout.decode", ("identity", "argmax"))
+    meas = {"depth_relu": 0, "attention_layers": 0}
+    layers, width, softmax_at = [], 0, None
+    for i, d in enumerate(_list(model["layers"], "model.layers", nonempty=tokens)):
+        layer, m, w = rd.layer(d, f"model.layers[{i}]", m, i == 0, tokens, meas)
+        width = max(width, w)
+        if isinstance(layer, Attention) and layer.kind == "softmax" and softmax_at is None:
+            softmax_at = i
+        layers.append(layer)
+    out_dim = m
+
+    chk = doc["check"]
+    eps = None if chk["error_bound"] is None else rd.rat(chk["error_bound"], "check.error_bound")
+    if eps is not None and eps < 0:
+        bad("check.error_bound", "must be >= 0")
+    max_precision = integer(chk["max_precision"], "check.max_precision", 1)
+    if softmax_at is not None and decode == "identity" and eps is None:
+        bad("check.error_bound", "a model with a softmax layer and identity decode needs an error_bound")
+
+    ds = _obj(doc["dataset"], "dataset", ("inputs", "labels"))
+    xs = _list(ds["inputs"], "dataset.inputs")
+    n_ex = len(xs)
+    ys = _list(ds["labels"], "dataset.labels", n_ex)
+    outs = _list(doc["outputs"], "outputs", n_ex)
+    P_rows = len(layers[0].P) if tokens and layers[0].P is not None else None
+    need2 = [i for i, lay in enumerate(layers) if isinstance(lay, Attention) and lay.keys == "others"]
+    last_at = next((i for i, lay in enumerate(layers) if isinstance(lay, Attention) and lay.query == "last"), None)
+    inputs, labels, outputs = [], [], []
+    for e in range(n_ex):
+        budget.tick()
+        path = f"dataset.inputs[{e}]"
+        seq = _list(xs[e], path, nonempty=True)
+        n = len(seq)
+        if tokens:
+            inputs.append([integer(t, f"{path}[{s}]", 0, vocab - 1) for s, t in enumerate(seq)])
+            if P_rows is not None and n > P_rows:
+                bad(path, f"sequence of length {n} is longer than the {P_rows} rows of model.layers[0].P")
+        else:
+            inputs.append([rd.vec(t, in_dim, f"{path}[{s}]") for s, t in enumerate(seq)])
+        for i in need2:
+            if (n if last_at is None or last_at >= i else 1) < 2:
+                bad(path, f"model.layers[{i}] attends to keys 'others' of a length-1 sequence (no keys left)")
+        n_out = n if last_at is None else 1
+        labels.append(rd.answer(ys[e], f"dataset.labels[{e}]", position, decode, n_out, out_dim, True))
+        if softmax_at is None or decode == "argmax":
+            outputs.append(rd.answer(outs[e], f"outputs[{e}]", position, decode, n_out, out_dim, False))
+        elif outs[e] is not None:
+            bad(f"outputs[{e}]", "must be null: a softmax model with identity decode claims no exact output")
+        else:
+            outputs.append(None)
+
+    claims = []
+    for c, cl in enumerate(_list(doc["claims"], "claims")):
+        cp = f"claims[{c}]"
+        _obj(cl, cp, ("quantity", "op", "bound"), ("source",))
+        q = _str(cl["quantity"], f"{cp}.quantity", QUANTITIES)
+        op = _str(cl["op"], f"{cp}.op", tuple(OPS))
+        bound = rd.rat(cl["bound"], f"{cp}.bound")
+        if "source" in cl:
+            _str(cl["source"], f"{cp}.source")
+        claims.append((cl, q, op, bound))
+    bits = [abs(x.numerator).bit_length() + x.denominator.bit_length() for x in rd.params]  # bits(p/q)
+    measured = {"n_params": len(bits), "n_nonzero": sum(1 for x in rd.params if x), "width": width,
+                "relu_depth": meas["depth_relu"], "attention_layers": meas["attention_layers"],
+                "depth": meas["depth_relu"] + meas["attention_layers"], "max_bits": max(bits, default=0),
+                "total_bits": sum(bits), "n_examples": n_ex}
+    return ParsedCertificate(layers, tokens, position, decode, out_dim, softmax_at, inputs, labels, outputs, claims,
+                             eps, max_precision, measured)
