@@ -1,7 +1,9 @@
 """Looking inside a model: a printable summary, attention weights per head, activations.
 
 * :func:`inspect` — layers, shapes, parameter and bit counts (``docs/measurement.md``), the
-  named stages of a :class:`~exactmem.api.Memorizer` and its claims, as text;
+  named stages of a :class:`~exactmem.api.Memorizer` and its claims, as text (defined in
+  :mod:`exactmem.model.summary`, below the library surface, so that ``Memorizer.inspect``
+  needs no import of this module, which itself uses :func:`exactmem.api.trace`);
 * :func:`attention_table` / :func:`attention_figure` — the attention weights of every head
   for one input (exact Fractions in the table; a heat map per head in the figure);
 * :func:`activation_bits` / :func:`activations_figure` — the activations of a range of layers
@@ -14,82 +16,14 @@ are drawn from exact values converted to floats for display only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, List, Optional, Sequence, Union
 
 from .model.layers import Model
-from .model.measure import Measurement, measure, paper_counts
+from .model.summary import ModelReport, inspect
 
 __all__ = ["ModelReport", "inspect", "attention_table", "attention_figure", "activation_bits",
            "activations_figure"]
-
-
-@dataclass
-class ModelReport:
-    """What :func:`inspect` returns: ``str(report)`` is the printable summary; the fields hold
-    the same facts as data."""
-
-    text: str
-    measurement: Measurement
-    layers: List[Dict[str, Any]] = field(default_factory=list)
-    stages: List[Dict[str, Any]] = field(default_factory=list)
-    paper_counts: Dict[str, int] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        return self.text
-
-    __repr__ = __str__
-
-
-def _layer_row(i: int, layer) -> Dict[str, Any]:
-    from .model.layers import Affine, Attention, Embed, FeedForward
-    from .model.measure import _matrices
-    from .numbers import bits
-
-    entries = [x for M in _matrices(layer) for row in M for x in row]
-    row = {"index": i, "type": type(layer).__name__.lower(), "params": len(entries),
-           "nonzero": sum(1 for x in entries if x), "max_bits": max((bits(x) for x in entries), default=0)}
-    if isinstance(layer, Embed):
-        row["shape"] = f"vocab {len(layer.E)} -> {layer.m_out}"
-    elif isinstance(layer, Affine):
-        row["shape"] = f"{layer.m_in} -> {layer.m_out}" + (" ReLU" if layer.relu else "")
-    elif isinstance(layer, FeedForward):
-        row["shape"] = f"{layer.m_in} -> {layer.q} -> {layer.m_out}"
-    elif isinstance(layer, Attention):
-        row["shape"] = f"{layer.kind} x{len(layer.heads)} heads, {layer.m_in} -> {layer.m_out}"
-    return row
-
-
-def inspect(model: Any, max_lines: int = 40) -> ModelReport:
-    """A printable summary of a model (or :class:`~exactmem.api.Memorizer`): input and readout,
-    one line per layer (long stacks elided in the middle), the exact measurement (parameters,
-    nonzero, width, ReLU and attention depth, max and total bits per weight), the papers'
-    own parameter conventions, and for a Memorizer its stages (e.g. Kajitsuka & Sato's F₁,
-    uniform attention eq. (52), F₂'s Lemma C.1 stages) and its theorem's claims."""
-    from .model.summary import summarize
-
-    stages = getattr(model, "stages", None)
-    m = model if isinstance(model, Model) else model.model
-    meas = measure(m)
-    rows = [_layer_row(i, l) for i, l in enumerate(m.layers)]
-    lines = []
-    if not isinstance(model, Model):
-        lines.append(f"{model.theorem}: {len(model.dataset)} examples  ({model.source})")
-    lines.append(summarize(m, max_lines))
-    st_rows = []
-    if stages:
-        lines.append("stages:")
-        for s in stages:
-            seg = rows[s.start:s.stop]
-            st_rows.append({"name": s.name, "layers": (s.start, s.stop), "params": sum(r["params"] for r in seg),
-                            "max_bits": max((r["max_bits"] for r in seg), default=0)})
-            lines.append(f"  layers {s.start:>4}-{s.stop - 1:<4} {s.name:<62} params {st_rows[-1]['params']:>7}"
-                         f"  max bits {st_rows[-1]['max_bits']:>5}")
-    claims = getattr(model, "claims", None)
-    if claims:
-        lines.append(f"claims ({len(claims)}): " + "; ".join(str(c) for c in claims))
-    return ModelReport("\n".join(lines), meas, rows, st_rows, paper_counts(m))
 
 
 # ----------------------------------------------------------------------------- attention

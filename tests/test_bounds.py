@@ -12,11 +12,11 @@ import pytest
 from exactmem.bounds.arch import Architecture, BoundsInputError, parse_architecture, parse_count
 from exactmem.bounds.bookkeeping import PAPER
 from exactmem.bounds.counting import Factor, amgm_exact, amgm_is_equality, amgm_log2, product_log2
-from exactmem.bounds.enclosure import (FAILS, HOLDS, Interval, decide, decimal, e_interval, log2_e,
-                                       log2_interval, show)
 from exactmem.bounds.seq2seq import (Family, admissible, chain, factors, min_L_not_ruled_out, min_W, min_W_report,
                                      min_W_scan, min_W_sharp, ruled_out_sharp)
 from exactmem.cli import main
+from exactmem.enclosure import (FAILS, HOLDS, Interval, decide, decimal, e_interval, log2_e, log2_interval,
+                                show)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -9,7 +9,8 @@
   bit conventions;
 * :mod:`.symbolic` — degrees and polynomial counts with sympy on tiny instances;
 * :mod:`.toy` — brute-force sign patterns of toy hardmax Transformers;
-* :mod:`.enclosure` — proven rational enclosures of e and log2; exact decisions;
+* :mod:`exactmem.enclosure` (shared with the size claims) — proven rational enclosures of e
+  and log2; exact decisions;
 * :mod:`.plot` — lower bounds vs the O(N) baseline (matplotlib optional).
 
 No floating point enters a verdict.
@@ -17,7 +18,7 @@ No floating point enters a verdict.
 
 from .arch import Architecture, BoundsInputError, parse_architecture
 from .bookkeeping import PAPER, Bookkeeping
-from .enclosure import Interval, decide, e_interval, log2_interval
+from ..enclosure import Interval, decide, e_interval, log2_interval
 from .next_token import min_W_next_token, next_token_chain, reduction_report
 from .protocol import BoundTheorem, load_bounds_file, run_bounds_file
 from .report import Report, Step

@@ -27,7 +27,7 @@ from typing import List, Optional
 
 from ..numbers import least_true
 from .arch import check_positive_int
-from .enclosure import Interval, log2_interval
+from ..enclosure import Interval, log2_interval
 from .report import Report, check
 
 

@@ -40,7 +40,7 @@ from typing import List, Tuple
 
 from .arch import Architecture, BoundsInputError, check_convention, check_positive_int
 from .counting import Factor, amgm_is_equality, amgm_log2, product_log2, total_weight
-from .enclosure import FAILS, HOLDS, Interval, decide, log2_times_e
+from ..enclosure import FAILS, HOLDS, Interval, decide, log2_times_e
 from .report import Report, Step, check
 from .seq2seq import REPAIR_PRECONDITION, _family, _verdict
 

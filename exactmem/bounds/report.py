@@ -2,7 +2,7 @@
 
 A :class:`Step` is one inequality (or identity, or precondition) of a written proof,
 evaluated exactly: both sides are exact integers/rationals or proven rational enclosures
-(:class:`~exactmem.bounds.enclosure.Interval`). Its ``status`` is ``holds``, ``fails`` or
+(:class:`~exactmem.enclosure.Interval`). Its ``status`` is ``holds``, ``fails`` or
 ``undecided`` (enclosures not separated at the maximum precision — never a tolerance).
 A failing step may carry a ``repair``: the change that makes the argument valid again
 (reported, never applied silently).
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Dict, List, Optional
 
-from .enclosure import FAILS, HOLDS, UNDECIDED, Interval, decide, show
+from ..enclosure import FAILS, HOLDS, UNDECIDED, Interval, decide, show
 
 KINDS = ("identity", "inequality", "precondition", "degree", "count", "variables", "verdict", "check")
 

@@ -30,7 +30,7 @@ from ..numbers import least_true
 from .arch import Architecture, check_convention, check_positive_int
 from .bookkeeping import PAPER, Bookkeeping
 from .counting import (Factor, amgm_is_equality, amgm_log2, product_log2, total_weight)
-from .enclosure import FAILS, HOLDS, Interval, decide, e_interval, log2_times_e
+from ..enclosure import FAILS, HOLDS, Interval, decide, e_interval, log2_times_e
 from .report import Report, Step, check
 
 REPAIR_PRECONDITION = (

@@ -18,7 +18,7 @@ from itertools import product as iproduct
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .arch import Architecture, BoundsInputError
-from .enclosure import Interval, decide, log2_interval
+from ..enclosure import Interval, decide, log2_interval
 from .counting import product_log2
 from .report import Report, Step, check
 

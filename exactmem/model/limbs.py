@@ -84,7 +84,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .affine_stack import AffineStep, ScaledInts, StackResult, _check_shapes, run_stack_fraction
+from .steps import AffineStep, ScaledInts, StackResult, _check_shapes, run_stack_fraction
 
 INF = 1 << 40  # "infinite" valuation / bit count (sums of two stay far below 2^63)
 MAX_LIMB_BITS = 25
@@ -707,12 +707,3 @@ def run_stack_limbs(steps: Sequence[AffineStep], X: ScaledInts, trace: bool = Fa
                 tr.append(S.to_scaled(s))
     out = tr[-1] if trace else S.to_scaled(s)
     return StackResult(out, tr, "limbs")
-
-
-def _register() -> None:
-    from . import affine_stack
-
-    affine_stack.BACKENDS.setdefault("limbs", run_stack_limbs)
-
-
-_register()
