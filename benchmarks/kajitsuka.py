@@ -15,6 +15,7 @@ Usage: ``python benchmarks/kajitsuka.py [--cases nt1000,nt10000,s2s1000] [--chec
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -27,7 +28,6 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from exactmem.proof import import_file  # noqa: E402
 
 CASES = {
     "nt1000": ("kajitsuka.next_token", "N1000-n8-d16-C4"),
@@ -38,7 +38,7 @@ CASES = {
 
 
 def _proof():
-    return import_file(os.path.join(ROOT, "proofs", "kajitsuka.py"), "exactmem_bench_proof_")
+    return importlib.import_module("exactmem.proofs.kajitsuka")  # proofs/kajitsuka.py re-exports it
 
 
 def _f(q) -> float:

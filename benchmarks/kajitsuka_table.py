@@ -21,6 +21,7 @@ Usage: ``python benchmarks/kajitsuka_table.py [--write] [--max-n 10000]``
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import os
 import sys
@@ -30,14 +31,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from exactmem.model import measure  # noqa: E402
-from exactmem.proof import import_file  # noqa: E402
 
 BEGIN, END = "<!-- kajitsuka-table:begin -->", "<!-- kajitsuka-table:end -->"
 NS = [10, 30, 100, 300, 1000, 3000, 10000]
 
 
 def _proof():
-    return import_file(os.path.join(ROOT, "proofs", "kajitsuka.py"), "exactmem_table_proof_")
+    return importlib.import_module("exactmem.proofs.kajitsuka")  # proofs/kajitsuka.py re-exports it
 
 
 PK = _proof()

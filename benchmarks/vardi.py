@@ -25,6 +25,7 @@ Usage: ``python benchmarks/vardi.py [--sizes 4096 65536] [--out DIR] [--seed S] 
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import os
 import sys
@@ -39,11 +40,11 @@ sys.path.insert(0, ROOT)
 from exactmem.certificate.checker import check_certificate, load_certificate  # noqa: E402
 from exactmem.pipeline import certify_instance  # noqa: E402
 from exactmem.model import Affine, forward, measure  # noqa: E402
-from exactmem.proof import Instance, import_file  # noqa: E402
+from exactmem.proof import Instance  # noqa: E402
 
 
 def load_proof():
-    return import_file(os.path.join(ROOT, "proofs", "vardi.py"), "exactmem_bench_proof_")
+    return importlib.import_module("exactmem.proofs.vardi")  # proofs/vardi.py re-exports it
 
 
 PV = load_proof()

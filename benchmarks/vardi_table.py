@@ -21,6 +21,7 @@ Usage: ``python benchmarks/vardi_table.py [--write] [--max-exp 16] [--extra-exp 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import tempfile
@@ -32,13 +33,13 @@ sys.path.insert(0, ROOT)
 from exactmem.pipeline import certify_instance  # noqa: E402
 from exactmem.constructions import relu_interpolation, vardi  # noqa: E402
 from exactmem.model import measure  # noqa: E402
-from exactmem.proof import Instance, import_file  # noqa: E402
+from exactmem.proof import Instance  # noqa: E402
 
 BEGIN, END = "<!-- vardi-table:begin -->", "<!-- vardi-table:end -->"
 
 
 def _proof():
-    return import_file(os.path.join(ROOT, "proofs", "vardi.py"), "exactmem_table_proof_")
+    return importlib.import_module("exactmem.proofs.vardi")  # proofs/vardi.py re-exports it
 
 
 PV = _proof()

@@ -7,12 +7,19 @@ gives a ``build(params, seed)`` function returning a :class:`Built`: the model, 
 and the claims, computed exactly from the paper's formulas for this instance. ``build``
 never evaluates the model: ``certify`` runs the forward pass, writes the certificate and
 asks the independent checker.
+
+The project's own proof files are the package :mod:`exactmem.proofs` (installed with
+exactmem); the checkout's ``proofs/<name>.py`` re-export them. Where a path names no file, a
+bare name (``kajitsuka``) loads the packaged module ``exactmem.proofs.kajitsuka``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import importlib.util
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -65,10 +72,31 @@ class Theorem:
         return [i for i in self.instances if size in i.sizes]
 
 
+def packaged_name(path: str) -> Optional[str]:
+    """``path`` if it is a bare name (no directory, no ``.py``) of a module of the package
+    :mod:`exactmem.proofs` and no file of that name exists; else None."""
+    if os.path.exists(path) or not re.fullmatch(r"[A-Za-z]\w*", path):
+        return None
+    from . import proofs
+
+    return path if path in proofs.names() else None
+
+
 def import_file(path: str, prefix: str, error: type = ProofFileError, what: str = "proof file"):
-    """Import the Python file at ``path`` as a module; failures raise ``error`` with a clear message."""
+    """Import the Python file at ``path`` as a module; failures raise ``error`` with a clear message.
+
+    A bare name of a packaged proof (``kajitsuka``, see :func:`packaged_name`) imports
+    ``exactmem.proofs.<name>`` instead."""
+    name = packaged_name(path)
+    if name is not None:
+        try:
+            return importlib.import_module(f"exactmem.proofs.{name}")
+        except Exception as e:
+            raise error(f"exactmem.proofs.{name} failed to import: {type(e).__name__}: {e}") from e
     if not os.path.isfile(path):
-        raise error(f"no such {what}: {path}")
+        from . import proofs
+
+        raise error(f"no such {what}: {path} (packaged proofs, by bare name: {', '.join(proofs.names())})")
     name = prefix + os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -89,3 +117,22 @@ def load_proof_file(path: str) -> List[Theorem]:
     if not isinstance(theorems, (list, tuple)) or not theorems or not all(isinstance(t, Theorem) for t in theorems):
         raise ProofFileError(f"{path} must define THEOREMS, a non-empty list of exactmem.proof.Theorem")
     return list(theorems)
+
+
+def source_sha(path: str) -> str:
+    """SHA-256 of a proof file's source *and* of the packaged proof modules whose theorems it
+    exposes — a re-export like ``proofs/vardi.py`` stays the same when
+    ``exactmem/proofs/vardi.py`` changes, so a cache keyed on the file's bytes alone would go
+    stale. A bare packaged name hashes that module."""
+    mod = import_file(path, "exactmem_proof_sha_")
+    files = {os.path.abspath(mod.__file__)}
+    for t in list(getattr(mod, "THEOREMS", None) or []) + list(getattr(mod, "LOWER_BOUNDS", None) or []):
+        fn = getattr(t, "build", None) or getattr(t, "run", None)
+        owner = sys.modules.get(getattr(fn, "__module__", "") or "")
+        if owner is not None and owner.__name__.startswith("exactmem.proofs.") and getattr(owner, "__file__", None):
+            files.add(os.path.abspath(owner.__file__))
+    digests = []
+    for f in files:
+        with open(f, "rb") as fh:
+            digests.append(hashlib.sha256(fh.read()).digest())
+    return hashlib.sha256(b"".join(sorted(digests))).hexdigest()

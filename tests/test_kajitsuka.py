@@ -17,7 +17,7 @@ from exactmem.constructions import kajitsuka, vardi
 from exactmem.data.dataset import DataError
 from exactmem.data.kajitsuka_data import check_consistency, check_separation, generate, make_data
 from exactmem.model import Affine, Attention, Model, forward, measure
-from exactmem.proof import import_file, load_proof_file
+from exactmem.proof import load_proof_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOF = os.path.join(ROOT, "proofs", "kajitsuka.py")
@@ -287,8 +287,9 @@ def test_lemma_b2_shift_as_printed_is_refuted_and_repair_certifies(tmp_path):
     f, c = kajitsuka.paper_shifted_weights((F(0), F(-1)), 2)
     assert (f, c) == ([28, 14], 28)  # h = (0, −14): sums −28 vs 0 before the shift, 28 = 28 after
     # the same data with exactmem's verified weights is memorized
-    mod = import_file(os.path.join(ROOT, "proofs", "kajitsuka_errata.py"), "exactmem_test_proof_")
-    data = mod.shift_data()
+    from exactmem.proofs.kajitsuka_errata import shift_data
+
+    data = shift_data()
     b = kajitsuka.build(data)
     assert forward(b.model, data.to_dataset().inputs).outputs == [[F(0)], [F(1)]]
     with pytest.raises(kajitsuka.ConstructionError, match="share the context id"):
@@ -299,7 +300,7 @@ def test_lemma_b2_shift_as_printed_is_refuted_and_repair_certifies(tmp_path):
 
 def test_log2_enclosure_for_huge_rationals_brackets_the_exact_value(monkeypatch):
     """The squaring path of enclosure.log2 (used for huge q, e.g. δ² with 40-bit denominators;
-    bounds.enclosure.log2_interval) encloses the exact cell [a, a + 1]/2^k, a = ⌊2^k log2 q⌋
+    enclosure.log2_interval) encloses the exact cell [a, a + 1]/2^k, a = ⌊2^k log2 q⌋
     from the q^(2^k) comparison, and is at most two cells wide."""
     from exactmem import enclosure as E
 

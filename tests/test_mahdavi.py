@@ -16,11 +16,10 @@ from exactmem.data.assumptions import (AssumptionError, check_context_rank, chec
                                        kruskal_randomized, kruskal_rank, partition_certificate)
 from exactmem.data.mahdavi_data import QueryContextData, note_tiny_example, random_query_context
 from exactmem.model import forward, measure
-from exactmem.proof import import_file
+from exactmem.proofs import mahdavi as pm  # the proof file's helpers (proofs/mahdavi.py re-exports it)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOF = os.path.join(ROOT, "proofs", "mahdavi.py")
-pm = import_file(PROOF, "exactmem_test_proof_")
 
 
 def _cert(model, data, error_bound=None):

@@ -17,14 +17,12 @@ from exactmem.pipeline import certify_file
 from exactmem.constructions import vardi
 from exactmem.data.dataset import DataError, Dataset
 from exactmem.model import Affine, Model, forward, measure
-from exactmem.proof import import_file, load_proof_file
+from exactmem.proof import load_proof_file
+from exactmem.proofs import vardi as PV  # the proof file's helpers (proofs/vardi.py re-exports it)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOF = os.path.join(ROOT, "proofs", "vardi.py")
 ERRATA = os.path.join(ROOT, "proofs", "vardi_errata.py")
-
-
-PV = import_file(PROOF, "exactmem_test_proof_")
 
 
 # ----------------------------------------------------------------------------- the gadget, exhaustively

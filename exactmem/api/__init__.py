@@ -22,7 +22,6 @@ See ``docs/library.md`` for the reference.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -120,7 +119,7 @@ class Memorizer:
 
     def inspect(self, **kw):
         """:func:`exactmem.inspect` of this network."""
-        from ..inspect_model import inspect
+        from ..model.summary import inspect
 
         return inspect(self, **kw)
 
@@ -569,26 +568,10 @@ def certify(model: ModelLike, dataset: Any = None, claims: Optional[Iterable[Cla
 # ----------------------------------------------------------------------------- proof files
 
 
-def _repo_proofs_dir() -> Optional[str]:
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    p = os.path.join(here, "proofs")
-    return p if os.path.isdir(p) else None
-
-
-_PROOF_MODULES: Dict[str, Any] = {}
-
-
 def proof_module(name: str):
-    """The proof file ``proofs/<name>.py`` of this checkout, imported once — the single source
-    of each theorem's claims. Returns None when the package runs without its ``proofs/``
-    folder (then only the claims the construction module can state are used)."""
-    if name in _PROOF_MODULES:
-        return _PROOF_MODULES[name]
-    d = _repo_proofs_dir()
-    mod = None
-    if d is not None and os.path.isfile(os.path.join(d, name + ".py")):
-        from ..proof import import_file
+    """The packaged proof file ``exactmem.proofs.<name>`` (``exactmem/proofs/<name>.py``,
+    re-exported by the checkout's ``proofs/<name>.py``) — the single source of each theorem's
+    claims, the same in a checkout and in an installed wheel."""
+    import importlib
 
-        mod = import_file(os.path.join(d, name + ".py"), "exactmem_api_proof_")
-    _PROOF_MODULES[name] = mod
-    return mod
+    return importlib.import_module(f"exactmem.proofs.{name}")

@@ -7,7 +7,7 @@ T0 = H·d_h + d associations (Corollary 1; note ``dana.md`` §3).
   softmax weights 2^{k_s}/Σ_j 2^{k_j} for integer scores (note §3.7, attention kind
   ``softmax2``); ``mode="rational"`` uses the ordinary softmax, certified with intervals.
 
-Returns a :class:`~exactmem.api.Memorizer` with the claims of ``proofs/dana.py``. See
+Returns a :class:`~exactmem.api.Memorizer` with the claims of ``exactmem.proofs.dana``. See
 ``docs/dana.md``.
 """
 
@@ -46,7 +46,6 @@ def associations(table: LookupTable, d: int, d_h: int, H: int, mode: str = "base
     len(table) ≤ H·d_h + d (and the rank bound d + H·min(d_h, d), note §3.6)."""
     b = _D.build_association(table, d, d_h, H, mode=mode, seed=seed, sigma_min=(mode != "base2"),
                              round_readout=round_readout)
-    mod = proof_module("dana")
-    claims = list(mod._size_claims(table.N, table.S, d, d_h, H, len(table))) if mod is not None else []
+    claims = list(proof_module("dana")._size_claims(table.N, table.S, d, d_h, H, len(table)))
     info = dict(b.info, seed=seed)
     return Memorizer(b.model, b.dataset, claims, f"dana.corollary1.{mode}", SOURCE, info, [], None, table, b)

@@ -7,7 +7,7 @@
 * :func:`hardmax` — the uniform layer written as hard attention (eq. (12)).
 
 Each returns a :class:`~exactmem.api.Memorizer` whose ``claims`` are the theorem's claims of
-``proofs/kajitsuka.py`` for this instance (eqs. (41), (42), (110), (111)), and whose
+``exactmem.proofs.kajitsuka`` for this instance (eqs. (41), (42), (110), (111)), and whose
 ``stages`` name the lemmas' layer ranges (F₁'s token id and ϕ̃, the uniform attention, F₂'s
 Lemma C.1 stages, including the bit-extraction Stage III of Lemma G.6). Wraps
 :func:`exactmem.constructions.kajitsuka.build`; see ``docs/kajitsuka.md``.
@@ -56,26 +56,16 @@ def stages(b: _K.KajitsukaBuild) -> List[Stage]:
 
 
 def claims(b: _K.KajitsukaBuild) -> List[Claim]:
-    """The theorem's claims for a built instance: those of ``proofs/kajitsuka.py`` (exact
-    depth and bits of this implementation, eqs. (41)-(42), (110)-(111), the explicit Õ(d + √N)
-    parameter bound); without the proofs folder, the exact structural ones only."""
-    mod = proof_module("kajitsuka")
-    if mod is not None:
-        return list(mod.claims(b))
-    return [Claim("n_examples", "==", b.info["N"], "one example per sequence"),
-            Claim("attention_layers", "==", 1, "Thm B.1: one uniform-attention layer"),
-            Claim("width", "<=", 14, "Thm B.1: width 14"),
-            Claim("relu_depth", "==", _K.relu_depth(b), "this implementation"),
-            Claim("max_bits", "==", _K.max_bits(b), "this implementation")]
+    """The theorem's claims for a built instance: those of :mod:`exactmem.proofs.kajitsuka`
+    (exact depth and bits of this implementation, eqs. (41)-(42), (110)-(111), the explicit
+    Õ(d + √N) parameter bound)."""
+    return list(proof_module("kajitsuka").claims(b))
 
 
 def _wrap(data: SequenceData, b: _K.KajitsukaBuild, theorem: str, seed: int) -> Memorizer:
     info = dict(b.info)
     info["seed"] = seed
-    cl = claims(b)
-    notes = [] if proof_module("kajitsuka") is not None else \
-        ["claims: proofs/kajitsuka.py not found, structural claims only"]
-    return Memorizer(b.model, data.to_dataset(), cl, theorem, SOURCE, info, stages(b), None, data, b, notes)
+    return Memorizer(b.model, data.to_dataset(), claims(b), theorem, SOURCE, info, stages(b), None, data, b)
 
 
 def next_token(data: SequenceData, seed: int = 0, r=None, delta=None) -> Memorizer:

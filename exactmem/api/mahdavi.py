@@ -6,7 +6,7 @@ T = H(min(n, d_h) − 1) + 1 examples (Theorem 1; construction of note ``mahdavi
   within a certified error bound ε, class labels by a certified argmax) or ``mode="hardmax"``
   (the saturation limit, exact in Q).
 
-Returns a :class:`~exactmem.api.Memorizer` with the claims of ``proofs/mahdavi.py``. See
+Returns a :class:`~exactmem.api.Memorizer` with the claims of ``exactmem.proofs.mahdavi``. See
 ``docs/mahdavi.md``.
 """
 
@@ -46,8 +46,7 @@ def memorize(data: QueryContextData, H: int, d_h: int, mode: str = "softmax", de
     saturation scale c is certified from a rigorous lower bound on σ_min (note §4.4)."""
     model, info = _M.build(data, H, d_h, mode=mode, design=design, eps=eps, seed=seed)
     classes = data.num_classes if data.label_kind == "class" else None
-    mod = proof_module("mahdavi")
-    claims = list(mod._claims(data, H, d_h, classes)) if mod is not None else []
+    claims = list(proof_module("mahdavi")._claims(data, H, d_h, classes))
     err = info.error_bound if mode == "softmax" and data.label_kind == "real" else None
     summ = dict(info.summary(), seed=seed)
     return Memorizer(model, data.to_dataset(), claims, f"mahdavi.{mode}", SOURCE, summ, [], err, data, info)

@@ -8,7 +8,7 @@
   trading bits per weight for depth.
 
 Each returns a :class:`~exactmem.api.Memorizer` (one example per point, a one-token
-sequence) whose claims are those of ``proofs/vardi.py`` (eqs. (110), (111)) and whose stages
+sequence) whose claims are those of ``exactmem.proofs.vardi`` (eqs. (110), (111)) and whose stages
 name Stage I (projection), II (group selection) and III (bit extraction). See ``docs/vardi.md``.
 """
 
@@ -45,15 +45,7 @@ def _stages_c1(lay, n_layers: int) -> List[Stage]:
 
 def _claims(kind: str, info) -> List[Claim]:
     mod = proof_module("vardi")
-    if mod is not None:
-        return list(mod.c1_claims(info) if kind == "c1" else mod.f1_claims(info))
-    lay = info["layout"] if kind == "c1" else None
-    out = [Claim("n_examples", "==", info["V"], "V labelled + extra points"),
-           Claim("attention_layers", "==", 0, "a plain ReLU network"),
-           Claim("width", "<=", 12 if kind == "c1" else 13, "Lemma C.1 (F.1)")]
-    if lay is not None:
-        out.append(Claim("relu_depth", "==", _V.relu_depth_c1(lay), "this implementation"))
-    return out
+    return list(mod.c1_claims(info) if kind == "c1" else mod.f1_claims(info))
 
 
 def memorize(points: Sequence, labels: Sequence, C: int, extra: Sequence = (), seed: int = 0) -> Memorizer:
