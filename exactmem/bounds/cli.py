@@ -22,7 +22,7 @@ import sys
 from typing import List
 
 EXIT_OK, EXIT_FAILED, EXIT_UNDECIDED, EXIT_BAD_INPUT = 0, 1, 2, 3
-DEFAULT_FILE = "proofs/lower_bounds.py"
+DEFAULT_FILE = "lower_bounds"  # the packaged exactmem/proofs/lower_bounds.py, from any directory
 DEFAULT_ARCH = "d=1,m=1,s=1,H=1,q=1,L=2"
 
 
@@ -80,7 +80,7 @@ def add_parser(sub) -> None:
     p.add_argument("--exhaustive", action="store_true", help="enumerate the whole grid instead of sampling")
     p.add_argument("--seed", default="0")
 
-    p = acts.add_parser("run", help="run the lower-bound file (default proofs/lower_bounds.py)")
+    p = acts.add_parser("run", help="run a lower-bound file (default: the packaged lower_bounds, also proofs/lower_bounds.py)")
     p.add_argument("file", nargs="?", default=DEFAULT_FILE)
     p.add_argument("--size", default="small", help="small | medium | large")
     p.add_argument("--only", default=None, help="only theorems whose name contains this text")

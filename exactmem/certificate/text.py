@@ -15,6 +15,7 @@ from typing import Any
 
 CHUNK = 600
 SHORT = 100  # digits shown whole in a message or witness; longer numbers are abbreviated
+DECIMAL_BITS = 1 << 16  # larger numbers are shown by their size only
 
 
 @lru_cache(maxsize=128)
@@ -49,11 +50,19 @@ def short(s: str) -> str:
     return s if digits <= SHORT else f"{s[:SHORT // 2]}...{s[-SHORT // 2:]} ({digits} digits)"
 
 
+def _shown(n: int) -> str:
+    """An int for a message: whole up to SHORT digits, else abbreviated; past DECIMAL_BITS only
+    its size (no decimal conversion, which is quadratic)."""
+    if n.bit_length() > DECIMAL_BITS:
+        return f"{'-' if n < 0 else ''}<{n.bit_length()}-bit integer>"
+    return short(int_str(n))
+
+
 def rational_str(x: Fraction, abbreviate: bool = False) -> str:
     """ "p" or "p/q"; each part abbreviated when ``abbreviate``."""
-    f = short if abbreviate else str
-    p = f(int_str(x.numerator))
-    return p if x.denominator == 1 else f"{p}/{f(int_str(x.denominator))}"
+    f = _shown if abbreviate else int_str
+    p = f(x.numerator)
+    return p if x.denominator == 1 else f"{p}/{f(x.denominator)}"
 
 
 def fmt(x, abbreviate: bool = True) -> Any:
@@ -64,5 +73,5 @@ def fmt(x, abbreviate: bool = True) -> Any:
     if isinstance(x, (list, tuple)):
         return [fmt(y, abbreviate) for y in x]
     if isinstance(x, int) and not isinstance(x, bool) and abbreviate and x.bit_length() > 3 * SHORT:
-        return short(int_str(x))
+        return _shown(x)
     return x

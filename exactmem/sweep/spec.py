@@ -144,7 +144,7 @@ class SweepSpec:
 
 def plan(spec: SweepSpec) -> List[Dict[str, Any]]:
     """Every point of the sweep, in grid order."""
-    from ..proof import load_proof_file
+    from ..proof import load_proof_file, source_sha
 
     for m in spec.models:
         if m not in MODELS:
@@ -162,7 +162,7 @@ def plan(spec: SweepSpec) -> List[Dict[str, Any]]:
            and (spec.only is None or spec.only in t.name)]
     if not sel:
         raise SweepError(f"no theorem of {spec.proof} matches")
-    sha = file_sha(spec.proof)
+    sha = source_sha(spec.proof)  # the packaged module too: proofs/*.py only re-export it
     proof = os.path.relpath(os.path.abspath(spec.proof)) if not os.path.isabs(spec.proof) else spec.proof
     keys = [k for k, _ in spec.params]
     combos = list(itertools.product(*[list(v) for _, v in spec.params])) if spec.params else [()]
