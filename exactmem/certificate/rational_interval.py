@@ -13,8 +13,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Iterable, List, NamedTuple, Sequence, Union
 
-__all__ = ["Interval", "round_ratio", "round_down", "round_up", "as_interval", "rounded", "iadd",
-           "isum", "imul", "idot", "irelu", "exp_lower", "exp_upper", "iexp", "softmax"]
+__all__ = ["Interval", "round_ratio", "round_down", "round_up", "as_interval", "rounded", "isum", "idot", "irelu",
+           "exp_lower", "exp_upper", "softmax"]
 
 ONE = Fraction(1)
 ZERO = Fraction(0)
@@ -84,10 +84,6 @@ def _mul_exact(a: Num, b: Num):
     return min(ps), max(ps)
 
 
-def iadd(a: Num, b: Num, p: int) -> Interval:
-    return isum((a, b), p)
-
-
 def isum(xs: Iterable[Num], p: int) -> Interval:
     """Sum, computed exactly and rounded once."""
     lo = hi = ZERO
@@ -99,10 +95,6 @@ def isum(xs: Iterable[Num], p: int) -> Interval:
             lo += x
             hi += x
     return rounded(lo, hi, p)
-
-
-def imul(a: Num, b: Num, p: int) -> Interval:
-    return rounded(*_mul_exact(a, b), p)
 
 
 def idot(xs: Sequence[Num], ys: Sequence[Num], p: int) -> Interval:
@@ -120,23 +112,22 @@ def irelu(a: Interval) -> Interval:
     return Interval(a.lo if a.lo > 0 else ZERO, a.hi if a.hi > 0 else ZERO)
 
 
-def _exp_bound(x: Fraction, p: int, up: bool) -> Fraction:
+def _exp_bound(x: Fraction, p: int, up: bool, tick=None) -> Fraction:
     """A p-bit dyadic b with b >= exp(x) (``up``) or 0 < b <= exp(x) (not ``up``).
 
-    Method and proof.
+    Method and proof (each step costs one multiplication of O(p)-bit integers).
 
     1. Halving: s >= 0 is least with |x| / 2^s <= 1/2, and y is x / 2^s rounded to w = p + s + 12
        bits in the direction of the bound. -1/2 and 1/2 are dyadics, so rounding does not leave
        [-1/2, 1/2]; exp is increasing, so a bound for exp(y)^(2^s) bounds exp(x).
     2. Taylor: T_K(y) = Σ_{i<=K} y^i / i!. By Taylor's theorem with Lagrange remainder,
-       exp(y) - T_K(y) = e^ξ y^(K+1) / (K+1)! for some ξ between 0 and y, hence
-
-           |R_K(y)| <= e^|y| |y|^(K+1) / (K+1)! <= 2 |y|^(K+1) / (K+1)!   (|y| <= 1/2, e^(1/2) < 2).
-
-       With r = 2|y|^(K+1)/(K+1)!, exp(y) lies in [T_K(y) - r, T_K(y) + r]; T_K(y) and r are
-       computed exactly (integers over D^(K+1) (K+1)! with y = m / D) and the chosen endpoint is
-       rounded outward. K is least with 2 (1/2)^(K+1) / (K+1)! <= 2^-(w+2). The lower endpoint is
-       positive: T_K(y) - r >= exp(y) - 2r >= e^(-1/2) - 2^-(w+1) > 0.
+       |exp(y) - T_K(y)| <= e^|y| |y|^(K+1) / (K+1)! <= 2 (1/2)^(K+1) / (K+1)! <= 2^-(w+2), with K
+       least such. In fixed point with F fractional bits and y = m / 2^E: t_0 = 2^F and
+       t_i = floor(t_{i-1} m / (2^E i)). With e_i = t_i - 2^F y^i / i!, e_0 = 0 and
+       e_i = e_{i-1} y / i + δ_i, δ_i in (-1, 0], so |e_i| <= |e_i-1| / 2 + 1 <= 2 by induction,
+       and S = Σ t_i satisfies |S - 2^F T_K(y)| <= 2K. Hence exp(y) lies in
+       [(S - 2K) / 2^F - 2^-(w+2), (S + 2K) / 2^F + 2^-(w+2)]; F = w + LEN(2K) + 3 makes the
+       error terms at most 2^-(w+1). The lower endpoint is positive: e^(-1/2) - 2^-(w+1) > 0.
     3. Squaring s times: 0 < l <= exp(z) implies l^2 <= exp(2z), and u >= exp(z) > 0 implies
        u^2 >= exp(2z); each square is rounded outward to w bits, the result finally to p bits.
     """
@@ -149,43 +140,36 @@ def _exp_bound(x: Fraction, p: int, up: bool) -> Fraction:
         s += 1
     w = p + s + 12
     y = round_ratio(n, d << s, w, up)
-    m, D = y.numerator, y.denominator  # y = m / D, D a power of two
+    m, E = y.numerator, y.denominator.bit_length() - 1  # y = m / 2^E
     K, f = 0, 2  # f = (K+1)! 2^(K+1)
-    while f < 1 << (w + 3):
+    while f < 1 << (w + 2):
         K += 1
         f *= 2 * (K + 1)
-    E = D.bit_length() - 1
-    N, c = 1, 1  # Horner: N = Σ_i (K!/i!) m^i D^(K-i); c = K!/i!
-    for i in range(K - 1, -1, -1):
-        c *= i + 1
-        N = N * m + (c << E * (K - i))
-    fact = c * (K + 1)  # c = K! now
-    r = 2 * abs(m) ** (K + 1)  # remainder bound, over D^(K+1) (K+1)!
-    num = N * D * (K + 1) + (r if up else -r)
-    assert num > 0
-    b = round_ratio(num, D ** (K + 1) * fact, w, up)
+    F = w + (2 * K).bit_length() + 3
+    t = S = 1 << F
+    for i in range(1, K + 1):
+        t = ((t * m) >> E) // i  # floor(floor(a / 2^E) / i) = floor(a / (2^E i))
+        S += t
+        if tick is not None and not i & 63:
+            tick()
+    err = 2 * K + (1 << (F - w - 2))  # fixed-point error + Taylor remainder, in units of 2^-F
+    b = round_ratio(S + err if up else S - err, 1 << F, w, up)
     for _ in range(s):
         b = round_ratio(b.numerator ** 2, b.denominator ** 2, w, up)
     return round_ratio(b.numerator, b.denominator, p, up)
 
 
-def exp_lower(x: Fraction, p: int) -> Fraction:
-    """A p-bit dyadic in (0, exp(x)]."""
-    return _exp_bound(Fraction(x), p, False)
+def exp_lower(x: Fraction, p: int, tick=None) -> Fraction:
+    """A p-bit dyadic in (0, exp(x)]; ``tick()`` is called between steps (the checker's budget)."""
+    return _exp_bound(Fraction(x), p, False, tick)
 
 
-def exp_upper(x: Fraction, p: int) -> Fraction:
+def exp_upper(x: Fraction, p: int, tick=None) -> Fraction:
     """A p-bit dyadic >= exp(x)."""
-    return _exp_bound(Fraction(x), p, True)
+    return _exp_bound(Fraction(x), p, True, tick)
 
 
-def iexp(a: Num, p: int) -> Interval:
-    """Enclosure of exp over an interval (exp is increasing). Cost grows with |a|."""
-    a = as_interval(a)
-    return Interval(exp_lower(a.lo, p), exp_upper(a.hi, p))
-
-
-def softmax(scores: Sequence[Num], p: int) -> List[Interval]:
+def softmax(scores: Sequence[Num], p: int, tick=None) -> List[Interval]:
     """Enclosures of p_k = exp(a_k) / Σ_k' exp(a_k') for scores a_k in the given intervals.
 
     Scores are shifted by c = max_k hi_k (softmax is shift-invariant), so every exponent is
@@ -203,7 +187,7 @@ def softmax(scores: Sequence[Num], p: int) -> List[Interval]:
     E = []
     for a in ivs:
         lo, hi = a.lo - c, a.hi - c
-        E.append((exp_lower(lo, p) if lo >= floor else ZERO, exp_upper(max(hi, floor), p)))
+        E.append((exp_lower(lo, p, tick) if lo >= floor else ZERO, exp_upper(max(hi, floor), p, tick)))
     s_lo = sum(l for l, _ in E)
     s_hi = sum(h for _, h in E)
     out = []
