@@ -40,16 +40,16 @@ def _matrices(layer) -> List:
 
 
 def layer_width(layer) -> int:
-    """Width contribution of one layer (output dim, q, s·H, v·H)."""
+    """Width contribution of one layer (output dim, q, Σ_h s_h, Σ_h v_h — s·H and v·H when the heads
+    agree; docs/certificate.md)."""
     if isinstance(layer, (Embed, Affine)):
         return layer.m_out
     if isinstance(layer, FeedForward):
         return max(layer.m_out, layer.q)
     if isinstance(layer, Attention):
-        H = len(layer.heads)
-        s = max((shape(h.WQ)[0] for h in layer.heads if h.WQ is not None), default=0)
-        v = max(shape(h.WV)[0] for h in layer.heads)
-        return max(layer.m_out, s * H, v * H)
+        s = sum(shape(h.WQ)[0] for h in layer.heads if h.WQ is not None)
+        v = sum(shape(h.WV)[0] for h in layer.heads)
+        return max(layer.m_out, s, v)
     raise TypeError(type(layer).__name__)
 
 
