@@ -512,7 +512,7 @@ def claims_from(spec: Any) -> List[Claim]:
 def certify(model: ModelLike, dataset: Any = None, claims: Optional[Iterable[ClaimLike]] = None, *,
             checker: str = "pure", error_bound: Optional[Fraction] = None, theorem: Optional[str] = None, instance: str = "in-memory",
             seed: Optional[int] = None, backend: str = "auto", path: Optional[str] = None,
-            max_precision: Optional[int] = None):
+            max_precision: Optional[int] = None, limits=None):
     """Certify that ``model`` memorizes ``dataset`` and satisfies ``claims``: the independent
     checker's verdict (``docs/certificate.md``).
 
@@ -525,7 +525,9 @@ def certify(model: ModelLike, dataset: Any = None, claims: Optional[Iterable[Cla
 
     ``model`` may be a :class:`Memorizer`: then ``dataset``, ``claims``, ``error_bound`` and
     ``theorem`` default to its own. ``claims``: see :func:`claims_from`. ``error_bound``:
-    for identity decoding, outputs within ε of the labels pass (softmax models).
+    for identity decoding, outputs within ε of the labels pass (softmax models). ``limits``:
+    the verifier's budget, an :class:`exactmem.certificate.checker.Limits` (time, precision,
+    digits, value size; ``docs/certificate.md`` § Budgets); a limit hit gives ``UNKNOWN``.
 
     Returns a :class:`~exactmem.certificate.checker.Verdict`: ``.status`` is ``CERTIFIED``,
     ``REFUTED`` (``.witness`` names the example or claim) or ``UNKNOWN``; ``.measured`` the
@@ -562,7 +564,7 @@ def certify(model: ModelLike, dataset: Any = None, claims: Optional[Iterable[Cla
         check = check_certificate
     else:
         raise ValueError(f"checker must be 'pure' or 'fast', not {checker!r}")
-    return check(doc, max_precision) if max_precision is not None else check(doc)
+    return check(doc, max_precision, limits=limits)
 
 
 # ----------------------------------------------------------------------------- proof files

@@ -52,26 +52,20 @@ class Verdict:
         return {"CERTIFIED": 0, "REFUTED": 1, "UNKNOWN": 2}[self.status]
 
 
-def _lo(x):
-    return x.lo if isinstance(x, Interval) else x
-
-
-def _hi(x):
-    return x.hi if isinstance(x, Interval) else x
-
-
 def _judge_column(col, label, decode: str, eps: Optional[Fraction]) -> str:
-    """'pass' | 'fail' | 'undecided' for one output column against its label."""
-    if decode == "argmax":
-        others = [x for k, x in enumerate(col) if k != label]
-        if all(_lo(col[label]) > _hi(x) for x in others):
-            return "pass"
-        return "fail" if any(_lo(x) >= _hi(col[label]) for x in others) else "undecided"
-    if eps is None:
+    """'pass' | 'fail' | 'undecided' for one output column (Fractions or Intervals) against its label."""
+    if decode == "identity" and eps is None:
         return "pass" if col == label else "fail"
-    if all(_lo(x) >= y - eps and _hi(x) <= y + eps for x, y in zip(col, label)):
+    col = [(x.lo, x.hi) if isinstance(x, Interval) else (x, x) for x in col]  # (lower, upper) bounds
+    if decode == "argmax":
+        lab_lo, lab_hi = col[label]
+        others = [x for k, x in enumerate(col) if k != label]
+        if all(lab_lo > hi for _, hi in others):
+            return "pass"
+        return "fail" if any(lo >= lab_hi for lo, _ in others) else "undecided"
+    if all(lo >= y - eps and hi <= y + eps for (lo, hi), y in zip(col, label)):
         return "pass"
-    return "fail" if any(_hi(x) < y - eps or _lo(x) > y + eps for x, y in zip(col, label)) else "undecided"
+    return "fail" if any(hi < y - eps or lo > y + eps for (lo, hi), y in zip(col, label)) else "undecided"
 
 
 def judge_example(cert: ParsedCertificate, e: int, out) -> Tuple[str, Optional[dict]]:
@@ -116,15 +110,6 @@ def precision_cap(cert: ParsedCertificate, max_precision: Optional[int], limits:
     return min(cap, cert.max_precision)
 
 
-def _precisions(cap: int):
-    p = min(START_PRECISION, cap)
-    while True:
-        yield p
-        if p >= cap:
-            return
-        p = min(2 * p, cap)
-
-
 def _example(cert: ParsedCertificate, e: int, cap: int, budget: Budget):
     """(status, witness, precision used) of example e: exact layers, then intervals from the
     first softmax layer on, doubling the precision while undecided."""
@@ -133,7 +118,8 @@ def _example(cert: ParsedCertificate, e: int, cap: int, budget: Budget):
     if cert.softmax_at is None:
         keep = cols[-1:] if cert.position == "last" else cols
         return (*judge_example(cert, e, [[Fraction(v, D) for v in c] for c in keep]), None)
-    for p in _precisions(cap):
+    p = min(START_PRECISION, cap)
+    while True:
         try:
             status, wit = judge_example(cert, e, interval_suffix(cert, cols, D, stop, p, budget))
         except Undecided:
@@ -141,33 +127,32 @@ def _example(cert: ParsedCertificate, e: int, cap: int, budget: Budget):
         except Softmax2Fault as f:
             f.precision = p
             raise
-        if status != "undecided":
-            break
-    return status, wit, p
+        if status != "undecided" or p >= cap:
+            return status, wit, p
+        p = min(2 * p, cap)
 
 
 def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, budget: Budget) -> Verdict:
     """Check the given examples in order: the first refutation, else UNKNOWN if any is undecided
     or a limit stops the check, else CERTIFIED (for these examples; the claims are checked apart)."""
-    used, undecided, notes, done, m = None, [], [], 0, cert.measured
+    used, undecided, notes, m = None, [], [], cert.measured
     todo = list(examples)
-    for e in todo:
+    for done, e in enumerate(todo):
         try:
             budget.tick()
             status, wit, p = _example(cert, e, cap, budget)
         except Softmax2Fault as f:
-            p = f.precision
+            p, (layer, h, j, k) = f.precision, f.where
             if f.spread is not None:
                 status = "undecided"
                 notes.append(f"example {e}: " + str(LimitExceeded(
-                    "max_value_bits", f"softmax2 score spread {fmt(f.spread)} at model.layers[{f.layer}] exceeds "
+                    "max_value_bits", f"softmax2 score spread {fmt(f.spread)} at model.layers[{layer}] exceeds "
                                       f"{budget.limits.max_value_bits}")))
             else:
-                h, j, k = f.where
-                wit = {"example": e, "reason": "softmax2_score", "layer": f.layer, "head": h, "query": j,
+                wit = {"example": e, "reason": "softmax2_score", "layer": layer, "head": h, "query": j,
                        "position": k, "score": fmt(f.score)}
                 return Verdict("REFUTED", wit, f"example {e}: softmax2 score {fmt(f.score)} of key position {k} "
-                                               f"(model.layers[{f.layer}], head {h}, query {j}) is not an integer",
+                                               f"(model.layers[{layer}], head {h}, query {j}) is not an integer",
                                p, m)
         except LimitExceeded as x:
             if x.limit == "time_limit":
@@ -176,7 +161,6 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
             status, p = "undecided", None
             notes.append(f"example {e}: {x}")
         used = p if used is None or (p is not None and p > used) else used
-        done += 1
         if status == "fail":
             what = "claimed output differs from" if wit["reason"] == "outputs" else "label not met by"
             return Verdict("REFUTED", wit, f"example {e}: {what} the re-derived output", used, m)
@@ -184,11 +168,13 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
             undecided.append(e)
     if undecided:
         shown = ", ".join(map(str, undecided[:10])) + (", ..." if len(undecided) > 10 else "")
-        why = f"; {'; '.join(notes[:3])}{'; ...' if len(notes) > 3 else ''}" if notes else \
-            f" (verifier limit max_precision; raise it with --max-precision or Limits(max_precision=...))"
-        limit = "max_value_bits" if notes else "max_precision"
-        return Verdict("UNKNOWN", None, f"{len(undecided)} of {len(todo)} examples undecided at precision {cap} "
-                                        f"(examples {shown}){why}; no refutation found", used, m, limit)
+        at = f" at precision {cap}" if cert.softmax_at is not None else ""
+        msg = f"{len(undecided)} of {len(todo)} examples undecided{at} (examples {shown})"
+        if notes:  # some examples hit the value limit
+            msg, limit = msg + f"; {'; '.join(notes[:3])}" + ("; ..." if len(notes) > 3 else ""), "max_value_bits"
+        else:
+            msg, limit = str(LimitExceeded("max_precision", msg)), "max_precision"
+        return Verdict("UNKNOWN", None, f"{msg}; no refutation found", used, m, limit)
     tail = f" (interval precision up to {used} bits)" if used is not None else " (exact)"
     return Verdict("CERTIFIED", None, f"all {len(todo)} examples pass and all {len(cert.claims)} claims hold{tail}",
                    used, m)

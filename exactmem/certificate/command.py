@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import List, Optional
 
 from .checker import MalformedCertificate, check_certificate, load_certificate
-from .limits import Limits
+from .limits import Budget, Limits
 
 
 class _UsageError(Exception):
@@ -70,7 +70,10 @@ def limits_from_args(args) -> Limits:
           for k in ("max_precision", "max_digits", "max_bytes", "max_value_bits") if getattr(args, k) is not None}
     if args.time_limit is not None:
         kw["time_limit"] = _seconds(args.time_limit)
-    return Limits(**kw)
+    try:
+        return Limits(**kw)
+    except ValueError as e:  # past a ceiling
+        raise _UsageError(str(e)) from None
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -86,7 +89,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         check = check_certificate
         if args.engine == "fast":
             from .fastcheck import check_certificate_fast as check
-        verdict = check(load_certificate(args.cert, limits), limits=limits)
+        budget = Budget(limits)  # the clock runs from here: reading the file counts
+        verdict = check(load_certificate(args.cert, limits), budget=budget)
     except _UsageError as e:
         print(f"usage error: {e}", file=sys.stderr)
         return 3

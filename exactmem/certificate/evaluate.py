@@ -18,7 +18,7 @@ from operator import add, mul, sub
 from typing import List, Optional, Tuple
 
 from .limits import Budget
-from .linear import Affine, Attention, Embed, FeedForward, Lin
+from .linear import Affine, Embed, FeedForward, Lin, over_lcm
 from .rational_interval import Interval, idot, irelu, isum, round_ratio, softmax
 
 
@@ -28,28 +28,25 @@ class Undecided(Exception):
 
 class Softmax2Fault(Exception):
     """A softmax2 score is not an integer (``spread`` None) or its query's scores spread past the
-    value limit. ``where`` = (head, query position, key position); ``layer`` set by the caller."""
+    value limit. ``where`` = (layer, head, query position, key position); ``precision`` set by the caller."""
 
-    def __init__(self, where: Tuple[int, int, int], score, spread: Optional[int] = None):
+    def __init__(self, where: Tuple[int, int, int, int], score, spread: Optional[int] = None):
         super().__init__()
-        self.where, self.score, self.spread, self.layer, self.precision = where, score, spread, None, None
+        self.where, self.score, self.spread, self.precision = where, score, spread, None
 
 
-def _combine(parts: List[Tuple[List[int], int]]) -> Tuple[List[int], int]:
-    """Σ nums_i / den_i over the lcm of the denominators."""
+def _common(parts: List[Tuple[List[int], int]]) -> Tuple[List[List[int]], int]:
+    """Columns nums_i / den_i as numerators over the lcm of the denominators: (columns, lcm)."""
     den = lcm(*(d for _, d in parts))
-    out = None
-    for nums, d in parts:
-        s = nums if d == den else list(map(mul, nums, repeat(den // d)))
-        out = s if out is None else list(map(add, out, s))
-    return out, den
+    return [nums if d == den else list(map(mul, nums, repeat(den // d))) for nums, d in parts], den
 
 
-def softmax2_exponents(scores: List[Fraction], where, budget: Budget) -> List[int]:
-    """s_k − min s for integer scores; Softmax2Fault otherwise or past the value limit."""
+def softmax2_exponents(scores: List[Optional[Fraction]], where, budget: Budget, shown=None) -> List[int]:
+    """s_k − min s for integer scores; Softmax2Fault for a score that is not an integer (None: an
+    interval with no integer, reported as ``shown[k]``) or when the spread passes the value limit."""
     for k, sc in enumerate(scores):
-        if sc.denominator != 1:
-            raise Softmax2Fault(where(k), sc)
+        if sc is None or sc.denominator != 1:
+            raise Softmax2Fault(where(k), sc if shown is None else shown[k])
     ints = [sc.numerator for sc in scores]
     lo, hi = min(ints), max(ints)
     if hi - lo > budget.limits.max_value_bits:
@@ -57,7 +54,8 @@ def softmax2_exponents(scores: List[Fraction], where, budget: Budget) -> List[in
     return [x - lo for x in ints]
 
 
-def _exact_layer(layer, cols: List[List[int]], D: int, budget: Budget):
+def _exact_layer(i: int, layer, cols: List[List[int]], D: int, budget: Budget):
+    """Layer i on the columns ``cols / D``: (new columns, new denominator)."""
     if isinstance(layer, Affine):
         return [layer.lin.apply(c, D, layer.relu) for c in cols], D * layer.lin.L
     if isinstance(layer, FeedForward):
@@ -83,7 +81,7 @@ def _exact_layer(layer, cols: List[List[int]], D: int, budget: Budget):
                 sc = [sum(map(mul, keys[k], q)) for k in K]
                 if layer.kind == "softmax2":
                     den = D * D * WQ.L * WK.L  # score k = sc[k] / den
-                    ex = softmax2_exponents([Fraction(v, den) for v in sc], lambda i: (h, j, K[i]), budget)
+                    ex = softmax2_exponents([Fraction(v, den) for v in sc], lambda k: (i, h, j, K[k]), budget)
                     I, a = K, [1 << x for x in ex]
                 else:
                     best = max(sc)
@@ -93,9 +91,9 @@ def _exact_layer(layer, cols: List[List[int]], D: int, budget: Budget):
             z = list(map(sum, zip(*rows)))
             o = WO.apply(WV.apply(z, D), D * WV.L)
             parts.append((o, D * WV.L * WO.L * Z))
-        res.append(_combine(parts))
-    den = lcm(*(d for _, d in res))
-    return [c if d == den else list(map(mul, c, repeat(den // d))) for c, d in res], den
+        summands, den = _common(parts)
+        res.append((list(map(sum, zip(*summands))), den))
+    return _common(res)
 
 
 def exact_prefix(cert, x, stop: int, budget: Budget):
@@ -106,16 +104,10 @@ def exact_prefix(cert, x, stop: int, budget: Budget):
         cols = [emb.E[t] if emb.P is None else list(map(add, emb.E[t], emb.P[s])) for s, t in enumerate(x)]
         D, start = emb.L, 1
     else:
-        D = lcm(*(v.denominator for tok in x for v in tok))
-        cols = [[v.numerator * (D // v.denominator) for v in tok] for tok in x]
-        start = 0
+        (cols, D), start = over_lcm(x), 0
     for i, layer in enumerate(layers[start:stop], start):
         budget.tick()
-        try:
-            cols, D = _exact_layer(layer, cols, D, budget)
-        except Softmax2Fault as f:
-            f.layer = i
-            raise
+        cols, D = _exact_layer(i, layer, cols, D, budget)
         if D.bit_length() > 256:
             g = gcd(D, *chain.from_iterable(cols))
             if g > 1:
@@ -157,7 +149,8 @@ def _iv_integer(x: Interval) -> Optional[Fraction]:
     raise Undecided()
 
 
-def _iv_layer(layer, cols: List[List[Interval]], p: int, budget: Budget) -> List[List[Interval]]:
+def _iv_layer(i: int, layer, cols: List[List[Interval]], p: int, budget: Budget) -> List[List[Interval]]:
+    """Layer i on columns of intervals, rounded to p bits."""
     if isinstance(layer, Affine):
         return [_lin_iv(layer.lin, c, p, layer.relu) for c in cols]
     if isinstance(layer, FeedForward):
@@ -178,18 +171,15 @@ def _iv_layer(layer, cols: List[List[Interval]], p: int, budget: Budget) -> List
                 q = _lin_iv(WQ, cols[j], p)
                 sc = [idot(keys[k], q, p) for k in K]
                 if layer.kind == "softmax":
-                    w, I = softmax(sc, p), K
+                    w, I = softmax(sc, p, budget.tick), K
                 elif layer.kind == "softmax2":
                     ints = [_iv_integer(x) for x in sc]
-                    bad = next((i for i, v in enumerate(ints) if v is None), None)
-                    if bad is not None:
-                        raise Softmax2Fault((h, j, K[bad]), sc[bad])
-                    a = [1 << x for x in softmax2_exponents(ints, lambda i: (h, j, K[i]), budget)]
+                    a = [1 << x for x in softmax2_exponents(ints, lambda k: (i, h, j, K[k]), budget, sc)]
                     w, I = [Fraction(ak, sum(a)) for ak in a], K
                 else:
-                    I = [K[i] for i in _argmax_set(sc)]
+                    I = [K[r] for r in _argmax_set(sc)]
                     w = [Fraction(1, len(I))] * len(I)
-            mixed = [idot(w, [vals[k][i] for k in I], p) for i in range(WO.cols)]
+            mixed = [idot(w, [vals[k][r] for k in I], p) for r in range(WO.cols)]
             parts.append(_lin_iv(WO, mixed, p))
         res.append([isum(xs, p) for xs in zip(*parts)])
     return res
@@ -200,11 +190,7 @@ def interval_suffix(cert, cols: List[List[int]], D: int, stop: int, p: int, budg
     iv = [[Interval(Fraction(v, D), Fraction(v, D)) for v in c] for c in cols]
     for i, layer in enumerate(cert.layers[stop:], stop):
         budget.tick()
-        try:
-            iv = _iv_layer(layer, iv, p, budget)
-        except Softmax2Fault as f:
-            f.layer = i
-            raise
+        iv = _iv_layer(i, layer, iv, p, budget)
         budget.value(max(max(x.numerator.bit_length(), x.denominator.bit_length()) for c in iv for y in c for x in y),
                      f"an interval endpoint after model.layers[{i}]")
     return iv

@@ -14,7 +14,12 @@ from dataclasses import dataclass, fields, replace
 from fractions import Fraction
 from typing import Optional
 
+from .text import rational_str
+
 DEFAULT_MAX_PRECISION = 4096  # interval bits granted when the verifier names none (the writer's default ask)
+# Highest values a verifier may set: they keep one step of a check (a parsed number, a gcd or
+# division of intermediate values, a Taylor term of exp) well under a second.
+CEILING = {"max_digits": 10 ** 6, "max_precision": 1 << 16, "max_value_bits": 1 << 20}
 OPTION = {"max_digits": "--max-digits", "max_bytes": "--max-bytes", "max_precision": "--max-precision",
           "max_value_bits": "--max-value-bits", "time_limit": "--time-limit"}
 
@@ -33,15 +38,15 @@ class Limits:
     def __post_init__(self):
         for f in fields(self):
             v = getattr(self, f.name)
+            if v is None and f.name in ("max_precision", "time_limit"):
+                continue
             if f.name == "time_limit":
-                if v is not None:
-                    v = Fraction(v)
-                    if v <= 0:
-                        raise ValueError("time_limit must be positive seconds or None")
-                    object.__setattr__(self, "time_limit", v)
-            elif (v is not None or f.name != "max_precision") and (
-                    not isinstance(v, int) or isinstance(v, bool) or v < 1):
-                raise ValueError(f"{f.name} must be a positive integer, got {v!r}")
+                if Fraction(v) <= 0:
+                    raise ValueError("time_limit must be positive seconds or None")
+                object.__setattr__(self, "time_limit", Fraction(v))
+            elif not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= CEILING.get(f.name, v):
+                raise ValueError(f"{f.name} must be a positive integer of at most {CEILING.get(f.name, 'any size')}, "
+                                 f"got {v!r}")
 
     def lowered(self, asked: dict) -> "Limits":
         """These limits, lowered to what a certificate asks (never raised)."""
@@ -57,10 +62,6 @@ class LimitExceeded(Exception):
         self.limit = limit
 
 
-def seconds(x: Fraction) -> str:
-    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
-
-
 class Budget:
     """The running check's limits and deadline; ``tick()`` is called between bounded steps."""
 
@@ -71,13 +72,14 @@ class Budget:
 
     def restart(self, limits: Limits) -> None:
         """Apply lowered limits (e.g. the certificate's ask); the deadline only moves earlier."""
-        old, self.limits = self.deadline, limits
+        old = self.deadline
         self.__init__(limits)
-        self.deadline = old if self.deadline is None or (old is not None and old < self.deadline) else self.deadline
+        if old is not None and (self.deadline is None or old < self.deadline):
+            self.deadline = old
 
     def tick(self) -> None:
         if self.deadline is not None and time.monotonic_ns() > self.deadline:
-            raise LimitExceeded("time_limit", f"time limit of {seconds(self.limits.time_limit)} s reached")
+            raise LimitExceeded("time_limit", f"time limit of {rational_str(self.limits.time_limit)} s reached")
 
     def value(self, bits: int, what: str) -> None:
         if bits > self.limits.max_value_bits:

@@ -15,6 +15,12 @@ from operator import add, mul
 from typing import List, Optional, Tuple
 
 
+def over_lcm(rows: List[List[Fraction]]) -> Tuple[List[List[int]], int]:
+    """Rows of rationals as integers over their least common denominator L: (rows · L, L)."""
+    L = lcm(*(x.denominator for row in rows for x in row))
+    return [[x.numerator * (L // x.denominator) for x in row] for row in rows], L
+
+
 class Lin:
     """x ↦ W x + b over exact columns; ``A`` = L·W, ``c`` = L·b (integers), ``cols`` inputs.
 
@@ -30,10 +36,8 @@ class Lin:
 
     @staticmethod
     def make(W: List[List[Fraction]], b: Optional[List[Fraction]]) -> "Lin":
-        L = lcm(*(x.denominator for row in W for x in row), *(x.denominator for x in b or ()))
-        A = [[x.numerator * (L // x.denominator) for x in row] for row in W]
-        c = None if b is None else [x.numerator * (L // x.denominator) for x in b]
-        return Lin(A, c, L, len(W[0]))
+        rows, L = over_lcm(W if b is None else W + [b])
+        return Lin(rows[:len(W)], None if b is None else rows[-1], L, len(W[0]))
 
     def absolute(self) -> "Lin":
         """|W| (no bias) over the same L: the radius map of interval evaluation."""

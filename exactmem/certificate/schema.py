@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import re
 import zlib
 from dataclasses import dataclass
 from fractions import Fraction
-from math import lcm
 from typing import Dict, List, Optional
 
 from .limits import Budget, LimitExceeded, Limits
-from .linear import Affine, Attention, Embed, FeedForward, Lin
+from .linear import Affine, Attention, Embed, FeedForward, Lin, over_lcm
 from .text import parse_int, short
 
 FORMAT = "exactmem-certificate"
@@ -111,12 +111,11 @@ def load_certificate(path: str, limits: Optional[Limits] = None) -> dict:
         raise MalformedCertificate(f"cannot read {path}: {e.strerror or e}") from None
     if path.endswith(".gz") or data[:2] == b"\x1f\x8b":
         try:
-            data = gzip.GzipFile(fileobj=_Bytes(data)).read(cap + 1) if len(data) <= cap else data
+            data = gzip.GzipFile(fileobj=io.BytesIO(data)).read(cap + 1) if len(data) <= cap else data
         except (OSError, EOFError, zlib.error) as e:
             raise MalformedCertificate(f"{path}: truncated or corrupt gzip data ({e})") from None
     if len(data) > cap:
-        raise MalformedCertificate(f"{path}: " + str(LimitExceeded("max_bytes", f"the certificate is larger "
-                                                                                f"than {cap} bytes")))
+        bad(path, str(LimitExceeded("max_bytes", f"the certificate is larger than {cap} bytes")))
     try:
         doc = json.loads(data.decode("utf-8"), object_pairs_hook=_pairs, parse_constant=_constant,
                          parse_int=_json_int)
@@ -132,18 +131,12 @@ def load_certificate(path: str, limits: Optional[Limits] = None) -> dict:
     return doc
 
 
-def _Bytes(data: bytes):
-    import io
-
-    return io.BytesIO(data)
-
-
 def integer(x, path: str, lo: Optional[int] = None, hi: Optional[int] = None) -> int:
     if not isinstance(x, int) or isinstance(x, bool):
         bad(path, f"expected a JSON integer, got {jtype(x)}")
     if (lo is not None and x < lo) or (hi is not None and x > hi):
-        bad(path, f"integer {jtype(x)[7:]} out of range [{'-inf' if lo is None else lo}, "
-                  f"{'inf' if hi is None else hi}]")
+        shown = x if x.bit_length() < 64 else jtype(x)
+        bad(path, f"integer {shown} out of range [{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]")
     return x
 
 
@@ -171,13 +164,15 @@ def _list(x, path: str, n: Optional[int] = None, nonempty: bool = False) -> list
     return x
 
 
-def _obj(x, path: str, required, optional=()) -> dict:
+def _obj(x, path: str, required=(), optional=()) -> dict:
+    """An object with the ``required`` fields and no fields but these and the ``optional`` ones
+    (``optional`` None: any other fields, checked later)."""
     if not isinstance(x, dict):
         bad(path, f"expected an object, got {jtype(x)}")
     for k in required:
         if k not in x:
             bad(path, f"missing field {k!r}")
-    extra = sorted(set(x) - set(required) - set(optional), key=str)
+    extra = [] if optional is None else sorted(set(x) - set(required) - set(optional), key=str)
     if extra:
         bad(path, f"unknown field {extra[0][:40]!r}")
     return x
@@ -195,10 +190,9 @@ class _Reader:
         m = _RATIONAL.fullmatch(x)
         if not m:
             bad(path, f"bad rational {x[:40]!r} (expected \"p\" or \"p/q\", decimal digits, no spaces/decimals)")
-        cap = self.budget.limits.max_digits
-        if max(len(m[2]), len(m[3] or "")) > cap:
-            bad(path, str(LimitExceeded("max_digits", f"a number of {max(len(m[2]), len(m[3] or ''))} digits, "
-                                                      f"more than {cap}")))
+        digits, cap = max(len(m[2]), len(m[3] or "")), self.budget.limits.max_digits
+        if digits > cap:
+            bad(path, str(LimitExceeded("max_digits", f"a number of {digits} digits, more than {cap}")))
         den = parse_int(m[3]) if m[3] else 1
         if den == 0:
             bad(path, f"zero denominator in {short(x)!r}")
@@ -223,25 +217,20 @@ class _Reader:
                                     f"{len(r) if isinstance(r, (list, tuple)) else jtype(r)}")
         return [self.vec(r, cols, f"{path}[{i}]", True) for i, r in enumerate(rs)]
 
-    def layer(self, d, path: str, m: int, first: bool, tokens: bool, meas: dict):
+    def layer(self, d, path: str, m: int, first: bool, tokens: bool):
         """Validate one layer acting on m-dim tokens; return (layer, output dim, width)."""
-        if not isinstance(d, dict):
-            bad(path, f"expected an object, got {jtype(d)}")
-        if "type" not in d:
-            bad(path, "missing field 'type'")
-        t = _str(d.get("type"), f"{path}.type", ("embed", "affine", "feedforward", "attention"))
+        _obj(d, path, ("type",), None)
+        t = _str(d["type"], f"{path}.type", ("embed", "affine", "feedforward", "attention"))
         if (t == "embed") != (first and tokens):
             bad(path, "an embed layer must be the first layer, and only of a model with token input"
                 if t == "embed" else "a model with token input must start with an embed layer")
-        meas["depth_relu"] += t == "feedforward" or (t == "affine" and d.get("relu") is True)
         if t == "embed":
             _obj(d, path, ("type", "E"), ("P",))
             E = self.mat(d["E"], m, None, f"{path}.E")
             width = len(E[0])
             P = None if d.get("P") is None else self.mat(d["P"], None, width, f"{path}.P")
-            L = lcm(*(x.denominator for row in E + (P or []) for x in row))
-            scale = lambda M: [[x.numerator * (L // x.denominator) for x in row] for row in M]  # noqa: E731
-            return Embed(scale(E), None if P is None else scale(P), L), width, width
+            rows, L = over_lcm(E + (P or []))
+            return Embed(rows[:len(E)], None if P is None else rows[len(E):], L), width, width
         if t == "affine":
             _obj(d, path, ("type", "W", "relu"), ("b",))
             W = self.mat(d["W"], None, m, f"{path}.W")
@@ -279,7 +268,6 @@ class _Reader:
                           Lin.make(WO, None)))
         if residual and m_out != m:
             bad(f"{path}.heads[0].WO", f"wrong shape: a residual attention layer needs {m} output rows, got {m_out}")
-        meas["attention_layers"] += 1
         q = _str(d["query"], f"{path}.query", ("all", "last"))
         keys = _str(d["keys"], f"{path}.keys", ("all", "others"))
         return Attention(kind, residual, q, keys, heads), m_out, max(m_out, sH, vH)
@@ -298,9 +286,7 @@ def _header(doc, budget: Budget) -> None:
     """Format, version, fields, hash; then the certificate's ``check.limits`` lower the budget."""
     if not isinstance(doc, dict):
         raise MalformedCertificate(f"the certificate must be a JSON object, got {jtype(doc)}")
-    for k in ("format", "version"):
-        if k not in doc:
-            bad("(top level)", f"missing field {k!r}")
+    _obj(doc, "(top level)", ("format", "version"), None)
     if doc["format"] != FORMAT:
         bad("format", f"expected {FORMAT!r}, got {jtype(doc['format'])}")
     v = doc["version"]
@@ -323,8 +309,8 @@ def _header(doc, budget: Budget) -> None:
     _str(doc["instance"], "instance")
     if doc["seed"] is not None:
         integer(doc["seed"], "seed")
-    if "meta" in doc and not isinstance(doc["meta"], dict):
-        bad("meta", f"expected an object, got {jtype(doc['meta'])}")
+    if "meta" in doc:
+        _obj(doc["meta"], "meta", (), None)
     chk = _obj(doc["check"], "check", ("error_bound", "max_precision"), ("limits",))
     asked = _obj(chk.get("limits", {}), "check.limits", (), ASKABLE)
     asked = {k: _Reader(budget).rat(v, f"check.limits.{k}") if k == "time_limit" else
@@ -341,11 +327,7 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     _header(doc, budget)
     rd = _Reader(budget)
     model = _obj(doc["model"], "model", ("input", "layers", "readout"))
-    inp = model["input"]
-    if not isinstance(inp, dict):
-        bad("model.input", f"expected an object, got {jtype(inp)}")
-    if "type" not in inp:
-        bad("model.input", "missing field 'type'")
+    inp = _obj(model["input"], "model.input", ("type",), None)
     tokens = _str(inp["type"], "model.input.type", ("vectors", "tokens")) == "tokens"
     key = "vocab" if tokens else "dim"
     _obj(inp, "model.input", ("type", key))
@@ -354,15 +336,14 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     ro = _obj(model["readout"], "model.readout", ("position", "decode"))
     position = _str(ro["position"], "model.readout.position", ("last", "all"))
     decode = _str(ro["decode"], "model.readout.decode", ("identity", "argmax"))
-    meas = {"depth_relu": 0, "attention_layers": 0}
-    layers, width, softmax_at = [], 0, None
+    layers, width = [], 0
     for i, d in enumerate(_list(model["layers"], "model.layers", nonempty=tokens)):
-        layer, m, w = rd.layer(d, f"model.layers[{i}]", m, i == 0, tokens, meas)
-        width = max(width, w)
-        if isinstance(layer, Attention) and layer.kind == "softmax" and softmax_at is None:
-            softmax_at = i
+        layer, m, w = rd.layer(d, f"model.layers[{i}]", m, i == 0, tokens)
         layers.append(layer)
+        width = max(width, w)
     out_dim = m
+    attention = [i for i, x in enumerate(layers) if isinstance(x, Attention)]
+    softmax_at = next((i for i in attention if layers[i].kind == "softmax"), None)
 
     chk = doc["check"]
     eps = None if chk["error_bound"] is None else rd.rat(chk["error_bound"], "check.error_bound")
@@ -378,8 +359,8 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     ys = _list(ds["labels"], "dataset.labels", n_ex)
     outs = _list(doc["outputs"], "outputs", n_ex)
     P_rows = len(layers[0].P) if tokens and layers[0].P is not None else None
-    need2 = [i for i, lay in enumerate(layers) if isinstance(lay, Attention) and lay.keys == "others"]
-    last_at = next((i for i, lay in enumerate(layers) if isinstance(lay, Attention) and lay.query == "last"), None)
+    need2 = [i for i in attention if layers[i].keys == "others"]
+    last_at = next((i for i in attention if layers[i].query == "last"), None)
     inputs, labels, outputs = [], [], []
     for e in range(n_ex):
         budget.tick()
@@ -415,9 +396,9 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
             _str(cl["source"], f"{cp}.source")
         claims.append((cl, q, op, bound))
     bits = [abs(x.numerator).bit_length() + x.denominator.bit_length() for x in rd.params]  # bits(p/q)
+    relu = sum(1 for x in layers if isinstance(x, FeedForward) or (isinstance(x, Affine) and x.relu))
     measured = {"n_params": len(bits), "n_nonzero": sum(1 for x in rd.params if x), "width": width,
-                "relu_depth": meas["depth_relu"], "attention_layers": meas["attention_layers"],
-                "depth": meas["depth_relu"] + meas["attention_layers"], "max_bits": max(bits, default=0),
-                "total_bits": sum(bits), "n_examples": n_ex}
+                "relu_depth": relu, "attention_layers": len(attention), "depth": relu + len(attention),
+                "max_bits": max(bits, default=0), "total_bits": sum(bits), "n_examples": n_ex}
     return ParsedCertificate(layers, tokens, position, decode, out_dim, softmax_at, inputs, labels, outputs, claims,
                              eps, max_precision, measured)
