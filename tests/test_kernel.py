@@ -46,6 +46,7 @@ def test_check_command_imports_only_the_kernel(cert_file):
     assert code == 0
     allowed = {"exactmem", "exactmem.__main__", "exactmem.cli", "exactmem.certificate"} | {
         "exactmem.certificate." + f[:-3] for f in KERNEL + COMMAND}
+    print("\n`exactmem check` imports:", ", ".join(sorted(mods)))
     assert "exactmem.certificate.checker" in mods and mods <= allowed, sorted(mods - allowed)
     code, mods = _imported_exactmem_modules(["check", str(cert_file), "--engine", "fast"])
     assert code == 0 and mods - allowed == {"exactmem.certificate.fastcheck"}

@@ -85,6 +85,13 @@ def _inst(N, d, dh, H, sizes=("small", "medium"), **extra):
     return Instance(f"N{N}-d{d}-dh{dh}-H{H}" + ("-rounded" if extra.get("round") else ""), params, sizes)
 
 
+# (N, d, d_h, H): mode (b) intervals; mode (a) exact base-2, also with the B-bit rounded readout
+COROLLARY1_INSTANCES = [_inst(10, 2, 2, 2), _inst(10, 2, 1, 5), _inst(10, 4, 4, 3),
+                        _inst(50, 10, 10, 11, ("medium", "large")), _inst(50, 10, 10, 31, ("large",))]
+BASE2_INSTANCES = [_inst(10, 2, 2, 2), _inst(10, 4, 2, 3), _inst(20, 6, 6, 3), _inst(20, 6, 6, 3, round=True),
+                   _inst(50, 10, 10, 6, ("medium",)), _inst(50, 10, 10, 11, ("medium", "large")),
+                   _inst(50, 10, 10, 11, ("medium", "large"), round=True), _inst(50, 10, 10, 21, ("large",), round=True)]
+
 THEOREMS = [
     Theorem(
         name="dana.corollary1",
@@ -94,13 +101,7 @@ THEOREMS = [
                   "intervals.",
         source=SOURCE + ", Corollary 1 (general d, Table 1) and Theorem 1's parameter count",
         build=build_corollary1,
-        instances=[
-            _inst(10, 2, 2, 2),
-            _inst(10, 2, 1, 5),
-            _inst(10, 4, 4, 3),
-            _inst(50, 10, 10, 11, ("medium", "large")),
-            _inst(50, 10, 10, 31, ("large",)),
-        ],
+        instances=COROLLARY1_INSTANCES,
     ),
     Theorem(
         name="dana.corollary1.base2",
@@ -110,16 +111,7 @@ THEOREMS = [
                   "the T0 associations - certified in exact rational arithmetic, no intervals.",
         source=SOURCE + ", Corollary 1; note §3.7 (exact base-2 softmax)",
         build=build_base2,
-        instances=[
-            _inst(10, 2, 2, 2),
-            _inst(10, 4, 2, 3),
-            _inst(20, 6, 6, 3),
-            _inst(20, 6, 6, 3, round=True),
-            _inst(50, 10, 10, 6, ("medium",)),
-            _inst(50, 10, 10, 11, ("medium", "large")),
-            _inst(50, 10, 10, 11, ("medium", "large"), round=True),
-            _inst(50, 10, 10, 21, ("large",), round=True),
-        ],
+        instances=BASE2_INSTANCES,
     ),
     Theorem(
         name="dana.remark2.rank1",
