@@ -21,13 +21,14 @@ from typing import Dict, Iterable, Optional, Tuple
 from .evaluate import Softmax2Fault, Undecided, exact_prefix, interval_suffix
 from .limits import DEFAULT_MAX_PRECISION, Budget, LimitExceeded, Limits
 from .rational_interval import Interval
-from .schema import (OPS, MalformedCertificate, ParsedCertificate, canonical_hash, integer, load_certificate,
-                     parse_certificate)
+from .schema import (OPS, MalformedCertificate, ParsedCertificate, canonical_hash, decode_certificate, integer,
+                     load_certificate, parse_certificate)
 from .text import SHORT, fmt
 
 __all__ = ["Budget", "Limits", "LimitExceeded", "MalformedCertificate", "ParsedCertificate", "Verdict",
-           "canonical_hash", "check_certificate", "check_claims", "check_examples", "judge_example",
-           "load_certificate", "parse_certificate", "precision_cap", "SOFTMAX2_MAX_SPREAD", "START_PRECISION"]
+           "canonical_hash", "check_certificate", "check_claims", "check_examples", "decode_certificate",
+           "judge_example", "load_certificate", "parse_certificate", "precision_cap", "SOFTMAX2_MAX_SPREAD",
+           "START_PRECISION"]
 
 START_PRECISION = 64
 SOFTMAX2_MAX_SPREAD = Limits().max_value_bits  # default largest softmax2 score spread max s − min s evaluated

@@ -48,6 +48,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     d = Limits()
     ap.add_argument("cert", help="certificate file (.json or .json.gz)")
     ap.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     ap.add_argument("--engine", choices=("pure", "fast"), default="pure",
                     help="pure (default): the kernel, one example at a time, int/Fraction only; fast: the optional "
                          "batched exact NumPy path (exactmem/certificate/fastcheck.py), same verdicts")
@@ -60,6 +61,13 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help=f"most decimal digits of one number in the file (default {d.max_digits:,})")
     ap.add_argument("--max-bytes", default=None, metavar="N",
                     help=f"most bytes of the certificate after gunzip (default {d.max_bytes:,})")
+    ap.add_argument("--workers", type=int, default=1, metavar="N",
+                    help="check shards of the examples on an embedded Dask cluster of N worker processes "
+                         "(default 1: this process only); same verdict and witness")
+    ap.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                    help="check shards on an existing Dask scheduler (e.g. tcp://host:8786) instead")
+    ap.add_argument("--shards", type=int, default=None, metavar="K",
+                    help="number of example shards with --workers/--scheduler (default 4 per worker)")
     ap.add_argument("--max-value-bits", default=None, metavar="N",
                     help=f"most bits of an intermediate value or softmax2 score spread (default {d.max_value_bits:,})")
 
@@ -76,6 +84,23 @@ def limits_from_args(args) -> Limits:
         raise _UsageError(str(e)) from None
 
 
+def _sharded(args, limits: Limits):
+    """The check sharded on a Dask cluster (exactmem.distributed: outside the kernel, loaded only here)."""
+    from ..distributed.check import check_sharded
+    from ..distributed.cluster import ClusterError
+
+    def progress(done, total, lo, v):
+        status = v.status if hasattr(v, "status") else f"failed ({type(v).__name__})"
+        print(f"shard {done}/{total} from example {lo}: {status}", file=sys.stderr, flush=True)
+
+    try:
+        return check_sharded(args.cert, workers=args.workers, scheduler=args.scheduler, shards=args.shards,
+                             limits=limits, engine="pure" if args.engine == "pure" else "fast",
+                             on_shard=None if args.quiet else progress)
+    except ClusterError as e:
+        raise _UsageError(str(e)) from None
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """``check CERT [--json] [--engine pure|fast] [limits]``; the leading word ``check`` may be omitted."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -89,8 +114,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         check = check_certificate
         if args.engine == "fast":
             from .fastcheck import check_certificate_fast as check
-        budget = Budget(limits)  # the clock runs from here: reading the file counts
-        verdict = check(load_certificate(args.cert, limits), budget=budget)
+        if args.workers < 1 or (args.shards is not None and args.shards < 1):
+            raise _UsageError("--workers and --shards must be at least 1")
+        if args.workers > 1 or args.scheduler:
+            verdict = _sharded(args, limits)
+        else:
+            budget = Budget(limits)  # the clock runs from here: reading the file counts
+            verdict = check(load_certificate(args.cert, limits), budget=budget)
     except _UsageError as e:
         print(f"usage error: {e}", file=sys.stderr)
         return 3

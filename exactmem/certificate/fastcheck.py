@@ -60,6 +60,7 @@ certified and planted-wrong certificates.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 from math import gcd, lcm
 from typing import Dict, List, Optional, Tuple
@@ -71,7 +72,7 @@ from .checker import (Budget, Limits, ParsedCertificate, Verdict, check_claims, 
 from .linear import Affine, Attention, Embed, FeedForward, Lin
 from .limits import LimitExceeded
 
-__all__ = ["check_certificate_fast", "fast_supported"]
+__all__ = ["check_certificate_fast", "check_examples_fast", "fast_supported"]
 
 INT64_SAFE = 1 << 62
 EXACT_ATTENTION = ("uniform", "hardmax")  # every other kind (softmax, ...) goes to the pure checker
@@ -534,17 +535,24 @@ def check_certificate_fast(doc: dict, max_precision: Optional[int] = None, *, li
     except LimitExceeded as x:
         return Verdict("UNKNOWN", None, f"{x} while reading the certificate", None, {}, x.limit)
     cap = precision_cap(cert, max_precision, budget.limits)
-    refuted = check_claims(cert)
-    if refuted or not fast_supported(cert):
-        return refuted or check_examples(cert, range(len(cert.inputs)), cap, budget)
-    n, k, measured = len(cert.inputs), len(cert.claims), cert.measured
+    return check_claims(cert) or check_examples_fast(cert, 0, len(cert.inputs), cap, budget)
+
+
+def check_examples_fast(cert: ParsedCertificate, lo: int, hi: int, cap: int, budget: Budget) -> Verdict:
+    """:func:`checker.check_examples` for the examples lo..hi−1, batched: the same verdict and
+    witness (global example indices). Models or examples this path does not evaluate go to
+    the kernel."""
+    n, measured = hi - lo, cert.measured
+    if not fast_supported(cert):
+        return check_examples(cert, range(lo, hi), cap, budget)
     if n:
+        part = replace(cert, inputs=cert.inputs[lo:hi], labels=cert.labels[lo:hi], outputs=cert.outputs[lo:hi])
         try:
-            rows, D, lengths = _evaluate(cert, budget)
+            rows, D, lengths = _evaluate(part, budget)
         except LimitExceeded as x:  # the kernel decides what a limit means, example by example
             if x.limit == "time_limit":
                 return Verdict("UNKNOWN", None, f"{x}; no refutation found", None, measured, x.limit)
-            return check_examples(cert, range(n), cap, budget)
+            return check_examples(cert, range(lo, hi), cap, budget)
         ends = np.cumsum(lengths)
         starts = ends - lengths
         if cert.position == "last":
@@ -556,9 +564,10 @@ def check_certificate_fast(doc: dict, max_precision: Optional[int] = None, *, li
                 cols = [[Fraction(v[e], D) for v in per_row]]
             else:
                 cols = [[Fraction(v[t], D) for v in per_row] for t in range(int(starts[e]), int(ends[e]))]
-            status, wit = judge_example(cert, e, cols)
+            status, wit = judge_example(part, e, cols)
             if status == "fail":
+                wit["example"] = e + lo
                 what = "claimed output differs from" if wit["reason"] == "outputs" else "label not met by"
-                return Verdict("REFUTED", wit, f"example {e}: {what} the re-derived output", None, measured)
-    return Verdict("CERTIFIED", None, f"all {n} examples pass and all {k} claims hold (exact, fast engine)", None,
-                   measured)
+                return Verdict("REFUTED", wit, f"example {e + lo}: {what} the re-derived output", None, measured)
+    return Verdict("CERTIFIED", None, f"all {n} examples pass and all {len(cert.claims)} claims hold (exact, fast "
+                                      "engine)", None, measured)

@@ -109,25 +109,31 @@ def load_certificate(path: str, limits: Optional[Limits] = None) -> dict:
             data = f.read(cap + 1)
     except OSError as e:
         raise MalformedCertificate(f"cannot read {path}: {e.strerror or e}") from None
-    if path.endswith(".gz") or data[:2] == b"\x1f\x8b":
+    return decode_certificate(data, path, limits)
+
+
+def decode_certificate(data: bytes, name: str, limits: Optional[Limits] = None) -> dict:
+    """The JSON document in a certificate's bytes (gunzipped if compressed), within the byte limit."""
+    cap = (limits or Limits()).max_bytes
+    if name.endswith(".gz") or data[:2] == b"\x1f\x8b":
         try:
             data = gzip.GzipFile(fileobj=io.BytesIO(data)).read(cap + 1) if len(data) <= cap else data
         except (OSError, EOFError, zlib.error) as e:
-            raise MalformedCertificate(f"{path}: truncated or corrupt gzip data ({e})") from None
+            raise MalformedCertificate(f"{name}: truncated or corrupt gzip data ({e})") from None
     if len(data) > cap:
-        bad(path, str(LimitExceeded("max_bytes", f"the certificate is larger than {cap} bytes")))
+        bad(name, str(LimitExceeded("max_bytes", f"the certificate is larger than {cap} bytes")))
     try:
         doc = json.loads(data.decode("utf-8"), object_pairs_hook=_pairs, parse_constant=_constant,
                          parse_int=_json_int)
     except UnicodeDecodeError as e:
-        raise MalformedCertificate(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+        raise MalformedCertificate(f"{name}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except json.JSONDecodeError as e:
-        raise MalformedCertificate(f"{path}: invalid or truncated JSON ({e.msg} at line {e.lineno} "
+        raise MalformedCertificate(f"{name}: invalid or truncated JSON ({e.msg} at line {e.lineno} "
                                    f"column {e.colno})") from None
     except (ValueError, RecursionError) as e:
-        raise MalformedCertificate(f"{path}: unreadable JSON ({type(e).__name__})") from None
+        raise MalformedCertificate(f"{name}: unreadable JSON ({type(e).__name__})") from None
     if not isinstance(doc, dict):
-        raise MalformedCertificate(f"{path}: the top level must be a JSON object, got {jtype(doc)}")
+        raise MalformedCertificate(f"{name}: the top level must be a JSON object, got {jtype(doc)}")
     return doc
 
 

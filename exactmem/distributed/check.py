@@ -1,0 +1,149 @@
+"""A certificate check sharded over examples on a Dask cluster (issue 13; ``docs/scaling.md``).
+
+The process that asks reads and parses the certificate once (every field validated, the hash
+verified) and checks the claims. The certificate's bytes are broadcast to the workers; each
+worker parses them once (kept for its later shards) and checks contiguous slices of examples
+with the kernel's ``check_examples`` (or the accelerator's ``check_examples_fast``, which
+returns the same verdicts). The shards' verdicts are combined so that the result equals the
+single-process check: the lowest-indexed refutation wins (shards are contiguous and the
+kernel reports a shard's first failure); otherwise any undecided shard makes the verdict
+UNKNOWN; CERTIFIED needs a CERTIFIED verdict for every shard, and the shards must cover every
+example exactly once — a shard whose worker died is re-run by Dask, and one that still cannot
+be checked leaves the verdict UNKNOWN, never CERTIFIED on partial coverage.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from fractions import Fraction
+from typing import Callable, List, Optional, Tuple
+
+from ..certificate.checker import (Budget, LimitExceeded, Limits, MalformedCertificate, ParsedCertificate, Verdict,
+                                   check_claims, check_examples, decode_certificate, parse_certificate, precision_cap)
+from ..certificate.fastcheck import check_examples_fast, fast_supported
+from .cluster import dask_client, worker_count
+
+_PARSED: dict = {}  # per worker process: the certificate parsed for its shards, by hash
+
+
+def shard_ranges(n: int, shards: int) -> List[Tuple[int, int]]:
+    """``shards`` contiguous, nearly equal ranges [lo, hi) covering 0..n−1 (empty ones dropped)."""
+    k = max(1, min(shards, n))
+    cuts = [n * i // k for i in range(k + 1)]
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def check_shard(data: bytes, name: str, digest: str, lo: int, hi: int, cap: int, limits: Limits,
+                engine: str) -> Tuple[int, int, Verdict]:
+    """Worker task: the kernel's verdict on examples lo..hi−1 of the certificate in ``data``."""
+    budget = Budget(limits)
+    if _PARSED.get("digest") != digest:
+        _PARSED.clear()
+        doc = decode_certificate(data, name, limits)
+        if doc.get("hash") != digest:
+            raise MalformedCertificate(f"{name}: the bytes a worker received are not the certificate being checked")
+        _PARSED.update(digest=digest, cert=parse_certificate(doc, budget))
+    cert = _PARSED["cert"]
+    if engine == "fast":
+        return lo, hi, check_examples_fast(cert, lo, hi, cap, budget)
+    return lo, hi, check_examples(cert, range(lo, hi), cap, budget)
+
+
+def combine(cert: ParsedCertificate, n: int, parts: List[Tuple[int, int, object]], where: str) -> Verdict:
+    """One verdict from the shards' (lo, hi, Verdict or the exception that stopped the shard)."""
+    m = cert.measured
+    parts = sorted(parts, key=lambda p: p[0])
+    failed = []
+    for lo, hi, v in parts:
+        if isinstance(v, Verdict) and v.status == "REFUTED":
+            if failed:  # still a real counter-example; earlier shards might hold an earlier one
+                v.message += f" (not necessarily the first: {'; '.join(failed[:3])})"
+            return v
+        if not isinstance(v, Verdict):
+            failed.append(f"examples {lo}..{hi - 1} could not be checked ({type(v).__name__}: {v})")
+    covered = 0
+    for lo, hi, _ in parts:
+        if lo != covered:
+            failed.append(f"examples {covered}..{lo - 1} were not checked")
+        covered = max(covered, hi)
+    if covered != n:
+        failed.append(f"examples {covered}..{n - 1} were not checked")
+    if failed:
+        return Verdict("UNKNOWN", None, f"{'; '.join(failed[:3])}; no refutation found", None, m)
+    used = max((v.precision for _, _, v in parts if v.precision is not None), default=None)
+    unknown = [v for _, _, v in parts if v.status == "UNKNOWN"]
+    if unknown:
+        msgs = "; ".join(f"examples {lo}..{hi - 1}: {v.message}" for lo, hi, v in parts if v.status == "UNKNOWN")
+        return Verdict("UNKNOWN", None, msgs, used, m, unknown[0].limit)
+    tail = f"interval precision up to {used} bits" if used is not None else "exact"
+    return Verdict("CERTIFIED", None, f"all {n} examples pass and all {len(cert.claims)} claims hold ({tail}; "
+                                      f"{where})", used, m)
+
+
+def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[str] = None, client=None,
+                  shards: Optional[int] = None, limits: Optional[Limits] = None, max_precision: Optional[int] = None,
+                  engine: str = "auto", on_shard: Optional[Callable[[int, int, int, Verdict], None]] = None) -> Verdict:
+    """Check the certificate at ``path`` on a Dask cluster (see the module docstring): the same
+    verdict and witness as ``check_certificate``. ``shards`` defaults to 4 per worker;
+    ``engine`` auto/fast uses the batched accelerator where it applies; ``on_shard(done, total,
+    lo, verdict)`` reports progress."""
+    limits = limits or Limits()
+    budget = Budget(limits)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limits.max_bytes + 1)
+    except OSError as e:
+        raise MalformedCertificate(f"cannot read {path}: {e.strerror or e}") from None
+    doc = decode_certificate(data, path, limits)
+    try:
+        cert = parse_certificate(doc, budget)
+    except LimitExceeded as x:
+        return Verdict("UNKNOWN", None, f"{x} while reading the certificate", None, {}, x.limit)
+    cap = precision_cap(cert, max_precision, budget.limits)
+    refuted = check_claims(cert)
+    n = len(cert.inputs)
+    if refuted or not n:
+        return refuted or check_examples(cert, range(0), cap, budget)
+    eng = "fast" if engine in ("auto", "fast") and fast_supported(cert) else "pure"
+    name = os.path.basename(path)
+    with dask_client(workers, scheduler, client) as c:
+        nw = worker_count(c)
+        ranges = shard_ranges(n, shards or 4 * nw)
+        blob = c.scatter(data, broadcast=True)
+        futures = {}
+        for lo, hi in ranges:
+            left = None if budget.deadline is None else Fraction(max(1, budget.deadline - time.monotonic_ns()), 10 ** 9)
+            shard_limits = Limits(max_digits=budget.limits.max_digits, max_bytes=budget.limits.max_bytes,
+                                  max_precision=budget.limits.max_precision,
+                                  max_value_bits=budget.limits.max_value_bits, time_limit=left)
+            f = c.submit(check_shard, blob, name, doc["hash"], lo, hi, cap, shard_limits, eng, pure=False,
+                         key=f"exactmem-check-{doc['hash'][7:19]}-{lo}-{time.monotonic_ns()}")
+            futures[f] = (lo, hi)
+        parts = _gather(futures, on_shard)
+        where = f"{len(ranges)} shards on {nw} worker{'s' if nw > 1 else ''}, {eng} engine"
+    return combine(cert, n, parts, where)
+
+
+def _gather(futures: dict, on_shard) -> List[Tuple[int, int, object]]:
+    """Results as they complete; once a shard refutes, the shards after it are cancelled."""
+    from distributed import as_completed
+
+    parts, first_refuted = [], None
+    for f in as_completed(list(futures)):
+        lo, hi = futures[f]
+        if first_refuted is not None and lo > first_refuted:
+            continue
+        try:
+            _, _, v = f.result()
+        except Exception as e:  # noqa: BLE001 — a shard that cannot be checked is reported, never certified
+            v = e
+        parts.append((lo, hi, v))
+        if on_shard is not None:
+            on_shard(len(parts), len(futures), lo, v)
+        if isinstance(v, Verdict) and v.status == "REFUTED" and (first_refuted is None or lo < first_refuted):
+            first_refuted = lo
+            for g, (glo, _) in futures.items():
+                if glo > lo:
+                    g.cancel()
+    return parts  # with a refutation, every shard before it is here (none of them is cancelled)

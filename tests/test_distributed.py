@@ -1,0 +1,159 @@
+"""Checks sharded on a real Dask LocalCluster (2 worker processes) give the single-process verdict.
+
+Same status and witness (the lowest failing example) with planted failures in the first, a
+middle and the last shard, on the pure kernel and the accelerator, for exact and softmax
+certificates; a worker killed while it checks a shard: its shard is re-run and the verdict
+is unchanged; shards that cannot be checked never yield CERTIFIED.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from fractions import Fraction as F
+from pathlib import Path
+
+import pytest
+
+from exactmem.certificate.checker import Verdict, canonical_hash, check_certificate
+from exactmem.distributed.check import check_sharded, combine, shard_ranges
+from exactmem.distributed.cluster import ClusterError, dask_client
+from test_budgets import _many_examples_doc, _tied_softmax_doc
+from test_checker import attention, cert, head, model
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def client():
+    with dask_client(workers=2) as c:
+        yield c
+
+
+def _write(tmp_path, doc, name):
+    p = tmp_path / name
+    p.write_text(json.dumps(doc))
+    return str(p)
+
+
+def _planted(doc, examples):
+    bad = json.loads(json.dumps(doc))
+    for e in examples:
+        bad["dataset"]["labels"][e] = bad["outputs"][e] = ["-1"]
+    bad["hash"] = canonical_hash(bad)
+    return bad
+
+
+def _same(a: Verdict, b: Verdict):
+    assert (a.status, a.witness, a.measured) == (b.status, b.witness, b.measured), (a, b)
+
+
+def test_shard_ranges_cover_every_example_once():
+    for n in (1, 2, 7, 100, 1001):
+        for k in (1, 3, 8, 2000):
+            r = shard_ranges(n, k)
+            assert r[0][0] == 0 and r[-1][1] == n and all(a < b for a, b in r)
+            assert all(r[i][1] == r[i + 1][0] for i in range(len(r) - 1)) and len(r) == min(n, k)
+
+
+@pytest.mark.parametrize("engine", ["fast", "pure"])
+def test_sharded_equals_single_process_with_planted_failures(client, tmp_path, engine):
+    doc = _many_examples_doc(800)  # 8 shards of 100 on 2 workers
+    cases = {"ok": doc, "first": _planted(doc, [3]), "middle": _planted(doc, [450, 460, 799]),
+             "last": _planted(doc, [799]), "two-shards": _planted(doc, [650, 120])}
+    for name, d in cases.items():
+        v = check_sharded(_write(tmp_path, d, f"{name}.json"), client=client, engine=engine, shards=8)
+        _same(v, check_certificate(d))
+    assert v.witness["example"] == 120
+
+
+def test_claims_are_checked_once_before_any_shard(client, tmp_path):
+    doc = _many_examples_doc(50)
+    doc["claims"] = [{"quantity": "width", "op": "<=", "bound": "1"}]
+    doc["hash"] = canonical_hash(doc)
+    v = check_sharded(_write(tmp_path, doc, "claim.json"), client=client)
+    _same(v, check_certificate(doc))
+    assert v.status == "REFUTED" and v.witness["claim"]["quantity"] == "width"
+
+
+def test_softmax_certificates_go_to_the_kernel_on_every_shard(client, tmp_path):
+    mdl = model([attention([head([[1]], [[1]], [[1]], [[1]])], "softmax", residual=True)], dim=1, decode="argmax")
+    mdl["readout"]["decode"] = "identity"
+    seqs = [[[k], [k + 1]] for k in range(12)]
+    doc = cert(mdl, seqs, [[F(1)]] * 12, outputs=[None] * 12, error_bound=F(10 ** 6))
+    v = check_sharded(_write(tmp_path, doc, "sm.json"), client=client, shards=5)
+    _same(v, check_certificate(doc))
+    assert v.status == "CERTIFIED" and v.precision == 64
+    u = check_sharded(_write(tmp_path, _tied_softmax_doc(256), "tied.json"), client=client)
+    assert u.status == "UNKNOWN" == check_certificate(_tied_softmax_doc(256)).status
+
+
+def test_a_killed_worker_reruns_its_shard_and_the_verdict_holds(client, tmp_path):
+    doc = _planted(_many_examples_doc(60_000), [59_990])  # pure engine: each shard takes a while
+    path = _write(tmp_path, doc, "kill.json")
+    expected = check_certificate(doc)
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("v", check_sharded(path, client=client, engine="pure",
+                                                                              shards=2)))
+    pids = client.run(os.getpid)  # worker address -> process id
+    t.start()
+    victim, deadline = None, time.time() + 60
+    while victim is None and time.time() < deadline:
+        busy = [w for w, tasks in client.processing().items() if any("exactmem-check" in k for k in tasks)]
+        if busy:
+            victim = busy[-1]
+        time.sleep(0.05)
+    assert victim is not None, "no shard started"
+    time.sleep(0.3)
+    os.kill(pids[victim], signal.SIGKILL)
+    t.join(timeout=240)
+    assert not t.is_alive()
+    assert pids[victim] not in client.run(os.getpid).values()  # that worker process is gone
+    _same(result["v"], expected)
+    assert result["v"].witness["example"] == 59_990
+
+
+def test_shards_that_cannot_be_checked_never_certify():
+    c = check_certificate(_many_examples_doc(10))
+    from exactmem.certificate.checker import parse_certificate
+
+    parsed = parse_certificate(_many_examples_doc(10))
+    ok = Verdict("CERTIFIED", None, "", None, c.measured)
+    bad = Verdict("REFUTED", {"example": 7}, "example 7: label not met", None, c.measured)
+    assert combine(parsed, 10, [(0, 5, ok), (5, 10, ok)], "x").status == "CERTIFIED"
+    assert combine(parsed, 10, [(0, 5, ok)], "x").status == "UNKNOWN"  # examples 5..9 missing
+    assert combine(parsed, 10, [(0, 5, ok), (6, 10, ok)], "x").status == "UNKNOWN"  # example 5 missing
+    v = combine(parsed, 10, [(0, 5, MemoryError("out")), (5, 10, ok)], "x")
+    assert v.status == "UNKNOWN" and "examples 0..4 could not be checked (MemoryError" in v.message
+    v = combine(parsed, 10, [(5, 10, bad), (0, 5, MemoryError("out"))], "x")
+    assert v.status == "REFUTED" and "not necessarily the first" in v.message
+    assert combine(parsed, 10, [(0, 5, bad), (5, 10, MemoryError("out"))], "x").message == bad.message
+
+
+def test_cli_workers_matches_the_single_process_check(tmp_path):
+    path = _write(tmp_path, _planted(_many_examples_doc(400), [333]), "cli.json")
+    one = subprocess.run([sys.executable, "-m", "exactmem", "check", path, "--json"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    two = subprocess.run([sys.executable, "-m", "exactmem", "check", path, "--json", "--workers", "2", "--engine",
+                          "fast"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert one.returncode == two.returncode == 1
+    a, b = json.loads(one.stdout), json.loads(two.stdout)
+    assert (a["status"], a["witness"], a["measured"]) == (b["status"], b["witness"], b["measured"])
+    assert "shard" in two.stderr and "Traceback" not in two.stderr
+
+
+def test_an_unreachable_scheduler_is_a_one_line_error(tmp_path):
+    path = _write(tmp_path, _many_examples_doc(5), "s.json")
+    env = {**os.environ, "EXACTMEM_SCHEDULER_TIMEOUT": "2"}
+    r = subprocess.run([sys.executable, "-m", "exactmem", "check", path, "--scheduler", "tcp://127.0.0.1:9"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 3 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in r.stderr
+    assert "Traceback" not in r.stderr
+    with pytest.raises(ClusterError):
+        with dask_client(workers=0):
+            pass
