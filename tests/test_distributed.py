@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from exactmem.certificate.checker import Verdict, canonical_hash, check_certificate
-from exactmem.distributed.check import check_sharded, combine, shard_ranges
+from exactmem.certificate.checker import combine_verdicts as combine
+from exactmem.distributed.check import check_sharded, shard_ranges
 from exactmem.distributed.cluster import ClusterError, dask_client
 from test_budgets import _many_examples_doc, _tied_softmax_doc
 from test_checker import attention, cert, head, model
@@ -125,14 +126,14 @@ def test_shards_that_cannot_be_checked_never_certify():
     parsed = parse_certificate(_many_examples_doc(10))
     ok = Verdict("CERTIFIED", None, "", None, c.measured)
     bad = Verdict("REFUTED", {"example": 7}, "example 7: label not met", None, c.measured)
-    assert combine(parsed, 10, [(0, 5, ok), (5, 10, ok)], "x").status == "CERTIFIED"
-    assert combine(parsed, 10, [(0, 5, ok)], "x").status == "UNKNOWN"  # examples 5..9 missing
-    assert combine(parsed, 10, [(0, 5, ok), (6, 10, ok)], "x").status == "UNKNOWN"  # example 5 missing
-    v = combine(parsed, 10, [(0, 5, MemoryError("out")), (5, 10, ok)], "x")
+    assert combine(parsed, [(0, 5, ok), (5, 10, ok)], "x").status == "CERTIFIED"
+    assert combine(parsed, [(0, 5, ok)], "x").status == "UNKNOWN"  # examples 5..9 missing
+    assert combine(parsed, [(0, 5, ok), (6, 10, ok)], "x").status == "UNKNOWN"  # example 5 missing
+    v = combine(parsed, [(0, 5, MemoryError("out")), (5, 10, ok)], "x")
     assert v.status == "UNKNOWN" and "examples 0..4 could not be checked (MemoryError" in v.message
-    v = combine(parsed, 10, [(5, 10, bad), (0, 5, MemoryError("out"))], "x")
+    v = combine(parsed, [(5, 10, bad), (0, 5, MemoryError("out"))], "x")
     assert v.status == "REFUTED" and "not necessarily the first" in v.message
-    assert combine(parsed, 10, [(0, 5, bad), (5, 10, MemoryError("out"))], "x").message == bad.message
+    assert combine(parsed, [(0, 5, bad), (5, 10, MemoryError("out"))], "x").message == bad.message
 
 
 def test_cli_workers_matches_the_single_process_check(tmp_path):
@@ -157,3 +158,15 @@ def test_an_unreachable_scheduler_is_a_one_line_error(tmp_path):
     with pytest.raises(ClusterError):
         with dask_client(workers=0):
             pass
+
+
+def test_chunked_certificates_shard_by_chunk(client, tmp_path):
+    from exactmem.certificate.writer import write_certificate
+
+    for planted in ([], [650], [999]):
+        doc = _planted(_many_examples_doc(1000), planted)
+        path = write_certificate(doc, str(tmp_path / f"v2-{len(planted)}-{sum(planted)}.json"), chunk_examples=250)
+        for engine in ("fast", "pure"):
+            v = check_sharded(path, client=client, engine=engine)
+            _same(v, check_certificate(doc))
+        assert "4 chunks on 2 workers" in v.message or planted

@@ -23,7 +23,7 @@ from test_checker import affine, cert, model
 ROOT = Path(__file__).resolve().parents[1]
 CERT_DIR = ROOT / "exactmem" / "certificate"
 KERNEL = ("text.py", "limits.py", "linear.py", "schema.py", "rational_interval.py", "evaluate.py", "checker.py")
-COMMAND = ("command.py",)  # the `check` command line: arguments -> Limits, verdict -> exit code
+COMMAND = ("command.py", "chunkfiles.py")  # the `check` command: arguments, chunk files, exit code
 ACCELERATORS = ("fastcheck.py",)
 
 
@@ -89,7 +89,8 @@ def code_lines(path: Path) -> int:
     for node in ast.walk(ast.parse(src)):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
                 doc.update(range(first.lineno, first.end_lineno + 1))
     code = set()
     for tok in tokenize.generate_tokens(io.StringIO(src).readline):

@@ -16,17 +16,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from .evaluate import Softmax2Fault, Undecided, exact_prefix, interval_suffix
 from .limits import DEFAULT_MAX_PRECISION, Budget, LimitExceeded, Limits
 from .rational_interval import Interval
 from .schema import (OPS, MalformedCertificate, ParsedCertificate, canonical_hash, decode_certificate, integer,
-                     load_certificate, parse_certificate)
+                     load_certificate, parse_certificate, parse_chunk)
 from .text import SHORT, fmt
 
 __all__ = ["Budget", "Limits", "LimitExceeded", "MalformedCertificate", "ParsedCertificate", "Verdict",
-           "canonical_hash", "check_certificate", "check_claims", "check_examples", "decode_certificate",
+           "canonical_hash", "check_certificate", "check_chunks", "check_claims", "check_examples",
+           "combine_verdicts", "decode_certificate", "parse_chunk",
            "judge_example", "load_certificate", "parse_certificate", "precision_cap", "SOFTMAX2_MAX_SPREAD",
            "START_PRECISION"]
 
@@ -77,7 +78,7 @@ def judge_example(cert: ParsedCertificate, e: int, out) -> Tuple[str, Optional[d
     for t, (col, lab) in enumerate(zip(cols, labs)):
         r = _judge_column(col, lab, cert.decode, cert.error_bound)
         if r == "fail":
-            w = {"example": e, "expected": fmt(lab), "got": fmt(col), "reason": "label"}
+            w = {"example": e + cert.first, "expected": fmt(lab), "got": fmt(col), "reason": "label"}
             return "fail", {**w, "position": t} if cert.position == "all" else w
         undecided |= r == "undecided"
     if undecided:
@@ -87,7 +88,7 @@ def judge_example(cert: ParsedCertificate, e: int, out) -> Tuple[str, Optional[d
         return "pass", None
     derived = label if cert.decode == "argmax" else (cols[0] if cert.position == "last" else cols)
     if claimed != derived:
-        return "fail", {"example": e, "expected": fmt(claimed), "got": fmt(derived), "reason": "outputs"}
+        return "fail", {"example": e + cert.first, "expected": fmt(claimed), "got": fmt(derived), "reason": "outputs"}
     return "pass", None
 
 
@@ -134,11 +135,13 @@ def _example(cert: ParsedCertificate, e: int, cap: int, budget: Budget):
 
 
 def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, budget: Budget) -> Verdict:
-    """Check the given examples in order: the first refutation, else UNKNOWN if any is undecided
-    or a limit stops the check, else CERTIFIED (for these examples; the claims are checked apart)."""
+    """Check the given examples (indices into ``cert.inputs``; reported as ``e + cert.first``) in
+    order: the first refutation, else UNKNOWN if any is undecided or a limit stops the check, else
+    CERTIFIED (for these examples; the claims are checked apart)."""
     used, undecided, notes, m = None, [], [], cert.measured
     todo = list(examples)
     for done, e in enumerate(todo):
+        g = e + cert.first
         try:
             budget.tick()
             status, wit, p = _example(cert, e, cap, budget)
@@ -146,13 +149,13 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
             p, (layer, h, j, k) = f.precision, f.where
             if f.spread is not None:
                 status = "undecided"
-                notes.append(f"example {e}: " + str(LimitExceeded(
+                notes.append(f"example {g}: " + str(LimitExceeded(
                     "max_value_bits", f"softmax2 score spread {fmt(f.spread)} at model.layers[{layer}] exceeds "
                                       f"{budget.limits.max_value_bits}")))
             else:
-                wit = {"example": e, "reason": "softmax2_score", "layer": layer, "head": h, "query": j,
+                wit = {"example": g, "reason": "softmax2_score", "layer": layer, "head": h, "query": j,
                        "position": k, "score": fmt(f.score)}
-                return Verdict("REFUTED", wit, f"example {e}: softmax2 score {fmt(f.score)} of key position {k} "
+                return Verdict("REFUTED", wit, f"example {g}: softmax2 score {fmt(f.score)} of key position {k} "
                                                f"(model.layers[{layer}], head {h}, query {j}) is not an integer",
                                p, m)
         except LimitExceeded as x:
@@ -160,13 +163,13 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
                 return Verdict("UNKNOWN", None, f"{x} after {done} of {len(todo)} examples; no refutation found "
                                                 f"among them", used, m, x.limit)
             status, p = "undecided", None
-            notes.append(f"example {e}: {x}")
+            notes.append(f"example {g}: {x}")
         used = p if used is None or (p is not None and p > used) else used
         if status == "fail":
             what = "claimed output differs from" if wit["reason"] == "outputs" else "label not met by"
-            return Verdict("REFUTED", wit, f"example {e}: {what} the re-derived output", used, m)
+            return Verdict("REFUTED", wit, f"example {g}: {what} the re-derived output", used, m)
         if status == "undecided":
-            undecided.append(e)
+            undecided.append(g)
     if undecided:
         shown = ", ".join(map(str, undecided[:10])) + (", ..." if len(undecided) > 10 else "")
         at = f" at precision {cap}" if cert.softmax_at is not None else ""
@@ -181,14 +184,70 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
                    used, m)
 
 
+def combine_verdicts(cert: ParsedCertificate, parts: List[Tuple[int, int, object]], where: str) -> Verdict:
+    """One verdict from the verdicts of contiguous parts (lo, hi, Verdict, or the exception that
+    stopped the part) of the examples: the lowest refutation; else UNKNOWN when a part is
+    undecided, failed or missing; CERTIFIED only when parts covering every example certify."""
+    m, n, failed = cert.measured, cert.measured["n_examples"], []
+    parts = sorted(parts, key=lambda p: p[0])
+    for lo, hi, v in parts:
+        if isinstance(v, Verdict) and v.status == "REFUTED":
+            if failed:  # still a real counter-example; an earlier part might hold an earlier one
+                v.message += f" (not necessarily the first: {'; '.join(failed[:3])})"
+            return v
+        if not isinstance(v, Verdict):
+            failed.append(f"examples {lo}..{hi - 1} could not be checked ({type(v).__name__}: {v})")
+    covered = 0
+    for lo, hi, _ in parts:
+        if lo != covered:
+            failed.append(f"examples {covered}..{lo - 1} were not checked")
+        covered = max(covered, hi)
+    if covered != n:
+        failed.append(f"examples {covered}..{n - 1} were not checked")
+    if failed:
+        return Verdict("UNKNOWN", None, f"{'; '.join(failed[:3])}; no refutation found", None, m)
+    used = max((v.precision for _, _, v in parts if v.precision is not None), default=None)
+    unknown = [(lo, hi, v) for lo, hi, v in parts if v.status == "UNKNOWN"]
+    if unknown:
+        msg = "; ".join(f"examples {lo}..{hi - 1}: {v.message}" for lo, hi, v in unknown[:3])
+        return Verdict("UNKNOWN", None, msg + ("; ..." if len(unknown) > 3 else ""), used, m, unknown[0][2].limit)
+    tail = f"interval precision up to {used} bits" if used is not None else "exact"
+    return Verdict("CERTIFIED", None, f"all {n} examples pass and all {len(cert.claims)} claims hold ({tail}; {where})",
+                   used, m)
+
+
+def check_chunks(cert: ParsedCertificate, read_chunk: Optional[Callable[[str], bytes]], cap: int, budget: Budget,
+                 check_part: Optional[Callable] = None) -> Verdict:
+    """A version-2 certificate, one chunk in memory at a time (``read_chunk(file)`` gives its
+    bytes; ``check_part(chunk, cap, budget)`` defaults to the kernel's check_examples)."""
+    if read_chunk is None:
+        raise MalformedCertificate("dataset: a chunked (version 2) certificate needs its chunk files")
+    parts = []
+    for k, (_, _, count, first) in enumerate(cert.chunks):
+        try:
+            budget.tick()
+            part = parse_chunk(cert, k, read_chunk(cert.chunks[k][0]), budget)
+        except LimitExceeded as x:
+            return Verdict("UNKNOWN", None, f"{x} after {first} examples; no refutation found among them", None,
+                           cert.measured, x.limit)
+        v = check_part(part, cap, budget) if check_part else check_examples(part, range(count), cap, budget)
+        if v.status == "REFUTED" or v.limit == "time_limit":
+            return v
+        parts.append((first, first + count, v))
+    return combine_verdicts(cert, parts, f"{len(cert.chunks)} chunks")
+
+
 def check_certificate(doc: dict, max_precision: Optional[int] = None, *, limits: Optional[Limits] = None,
-                      budget: Optional[Budget] = None) -> Verdict:
+                      budget: Optional[Budget] = None, read_chunk: Optional[Callable[[str], bytes]] = None) -> Verdict:
     """Validate ``doc`` (MalformedCertificate if invalid or over a size limit), verify its hash,
-    check the claims and re-derive every example, within ``limits`` (default: ``Limits()``)."""
+    check the claims and re-derive every example, within ``limits`` (default: ``Limits()``).
+    A version-2 (chunked) certificate needs ``read_chunk`` (see ``chunkfiles.chunk_reader``)."""
     budget = budget or Budget(limits)
     try:
         cert = parse_certificate(doc, budget)
     except LimitExceeded as x:
         return Verdict("UNKNOWN", None, f"{x} while reading the certificate", None, {}, x.limit)
-    return check_claims(cert) or check_examples(cert, range(len(cert.inputs)),
-                                                precision_cap(cert, max_precision, budget.limits), budget)
+    cap = precision_cap(cert, max_precision, budget.limits)
+    if check_claims(cert) or cert.chunks is None:
+        return check_claims(cert) or check_examples(cert, range(len(cert.inputs)), cap, budget)
+    return check_chunks(cert, read_chunk, cap, budget)

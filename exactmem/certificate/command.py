@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from fractions import Fraction
 from typing import List, Optional
 
 from .checker import MalformedCertificate, check_certificate, load_certificate
+from .chunkfiles import chunk_reader
 from .limits import Budget, Limits
 
 
@@ -120,7 +122,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             verdict = _sharded(args, limits)
         else:
             budget = Budget(limits)  # the clock runs from here: reading the file counts
-            verdict = check(load_certificate(args.cert, limits), budget=budget)
+            verdict = check(load_certificate(args.cert, limits), budget=budget,
+                            read_chunk=chunk_reader(os.path.dirname(os.path.abspath(args.cert)), limits))
     except _UsageError as e:
         print(f"usage error: {e}", file=sys.stderr)
         return 3

@@ -67,8 +67,8 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .checker import (Budget, Limits, ParsedCertificate, Verdict, check_claims, check_examples, judge_example,
-                      parse_certificate, precision_cap)
+from .checker import (Budget, Limits, ParsedCertificate, Verdict, check_chunks, check_claims, check_examples,
+                      judge_example, parse_certificate, precision_cap)
 from .linear import Affine, Attention, Embed, FeedForward, Lin
 from .limits import LimitExceeded
 
@@ -525,7 +525,7 @@ def _token_values(row: _Row, positions: np.ndarray) -> List[int]:
 
 
 def check_certificate_fast(doc: dict, max_precision: Optional[int] = None, *, limits: Optional[Limits] = None,
-                           budget: Optional[Budget] = None) -> Verdict:
+                           budget: Optional[Budget] = None, read_chunk=None) -> Verdict:
     """Same contract as :func:`checker.check_certificate`, batched; models this path does not
     evaluate (softmax, softmax2) go to the kernel unchanged. Only the outputs are computed
     here: the claims, the judgement of each example and the verdict are the kernel's."""
@@ -535,7 +535,10 @@ def check_certificate_fast(doc: dict, max_precision: Optional[int] = None, *, li
     except LimitExceeded as x:
         return Verdict("UNKNOWN", None, f"{x} while reading the certificate", None, {}, x.limit)
     cap = precision_cap(cert, max_precision, budget.limits)
-    return check_claims(cert) or check_examples_fast(cert, 0, len(cert.inputs), cap, budget)
+    if check_claims(cert) or cert.chunks is None:
+        return check_claims(cert) or check_examples_fast(cert, 0, len(cert.inputs), cap, budget)
+    return check_chunks(cert, read_chunk, cap, budget, lambda part, c, b: check_examples_fast(part, 0, len(part.inputs),
+                                                                                            c, b))
 
 
 def check_examples_fast(cert: ParsedCertificate, lo: int, hi: int, cap: int, budget: Budget) -> Verdict:
@@ -546,7 +549,8 @@ def check_examples_fast(cert: ParsedCertificate, lo: int, hi: int, cap: int, bud
     if not fast_supported(cert):
         return check_examples(cert, range(lo, hi), cap, budget)
     if n:
-        part = replace(cert, inputs=cert.inputs[lo:hi], labels=cert.labels[lo:hi], outputs=cert.outputs[lo:hi])
+        part = replace(cert, inputs=cert.inputs[lo:hi], labels=cert.labels[lo:hi], outputs=cert.outputs[lo:hi],
+                       first=cert.first + lo)
         try:
             rows, D, lengths = _evaluate(part, budget)
         except LimitExceeded as x:  # the kernel decides what a limit means, example by example
@@ -566,8 +570,8 @@ def check_examples_fast(cert: ParsedCertificate, lo: int, hi: int, cap: int, bud
                 cols = [[Fraction(v[t], D) for v in per_row] for t in range(int(starts[e]), int(ends[e]))]
             status, wit = judge_example(part, e, cols)
             if status == "fail":
-                wit["example"] = e + lo
                 what = "claimed output differs from" if wit["reason"] == "outputs" else "label not met by"
-                return Verdict("REFUTED", wit, f"example {e + lo}: {what} the re-derived output", None, measured)
+                return Verdict("REFUTED", wit, f"example {wit['example']}: {what} the re-derived output", None,
+                               measured)
     return Verdict("CERTIFIED", None, f"all {n} examples pass and all {len(cert.claims)} claims hold (exact, fast "
                                       "engine)", None, measured)

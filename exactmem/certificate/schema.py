@@ -15,7 +15,7 @@ import io
 import json
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Dict, List, Optional
 
@@ -24,7 +24,9 @@ from .linear import Affine, Attention, Embed, FeedForward, Lin, over_lcm
 from .text import parse_int, short
 
 FORMAT = "exactmem-certificate"
-VERSION = 1
+VERSION = 2  # version 1 (one document) is still read
+CHUNK_FORMAT = "exactmem-certificate-chunk"
+_CHUNK_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")  # a plain file name next to the certificate
 QUANTITIES = ("n_params", "n_nonzero", "width", "relu_depth", "attention_layers", "depth", "max_bits",
               "total_bits", "n_examples")
 OPS = {"==": lambda a, b: a == b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b,
@@ -54,6 +56,9 @@ class ParsedCertificate:
     error_bound: Optional[Fraction]
     max_precision: int  # what the certificate asks
     measured: Dict[str, int]
+    first: int = 0  # global index of inputs[0] (a chunk or a shard of the dataset)
+    chunks: Optional[list] = None  # version 2: (file, sha256 hex, examples, first) per chunk; inputs come later
+    spec: Optional[tuple] = None  # what validating an example needs (vocab, dim, P rows, attention facts)
 
 
 def jtype(x) -> str:
@@ -296,9 +301,9 @@ def _header(doc, budget: Budget) -> None:
     if doc["format"] != FORMAT:
         bad("format", f"expected {FORMAT!r}, got {jtype(doc['format'])}")
     v = doc["version"]
-    if not isinstance(v, int) or isinstance(v, bool) or v != VERSION:
+    if not isinstance(v, int) or isinstance(v, bool) or v not in (1, VERSION):
         shown = v if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() < 64 else jtype(v)
-        bad("version", f"unknown certificate version {shown} (this checker reads version {VERSION})")
+        bad("version", f"unknown certificate version {shown} (this checker reads versions 1 and {VERSION})")
     _obj(doc, "(top level)", ("format", "version", "theorem", "instance", "seed", "model", "dataset", "outputs",
                               "claims", "check", "hash"), ("meta",))
     h = doc["hash"]
@@ -359,37 +364,29 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     if softmax_at is not None and decode == "identity" and eps is None:
         bad("check.error_bound", "a model with a softmax layer and identity decode needs an error_bound")
 
-    ds = _obj(doc["dataset"], "dataset", ("inputs", "labels"))
-    xs = _list(ds["inputs"], "dataset.inputs")
-    n_ex = len(xs)
-    ys = _list(ds["labels"], "dataset.labels", n_ex)
-    outs = _list(doc["outputs"], "outputs", n_ex)
     P_rows = len(layers[0].P) if tokens and layers[0].P is not None else None
-    need2 = [i for i in attention if layers[i].keys == "others"]
-    last_at = next((i for i in attention if layers[i].query == "last"), None)
-    inputs, labels, outputs = [], [], []
-    for e in range(n_ex):
-        budget.tick()
-        path = f"dataset.inputs[{e}]"
-        seq = _list(xs[e], path, nonempty=True)
-        n = len(seq)
-        if tokens:
-            inputs.append([integer(t, f"{path}[{s}]", 0, vocab - 1) for s, t in enumerate(seq)])
-            if P_rows is not None and n > P_rows:
-                bad(path, f"sequence of length {n} is longer than the {P_rows} rows of model.layers[0].P")
-        else:
-            inputs.append([rd.vec(t, in_dim, f"{path}[{s}]") for s, t in enumerate(seq)])
-        for i in need2:
-            if (n if last_at is None or last_at >= i else 1) < 2:
-                bad(path, f"model.layers[{i}] attends to keys 'others' of a length-1 sequence (no keys left)")
-        n_out = n if last_at is None else 1
-        labels.append(rd.answer(ys[e], f"dataset.labels[{e}]", position, decode, n_out, out_dim, True))
-        if softmax_at is None or decode == "argmax":
-            outputs.append(rd.answer(outs[e], f"outputs[{e}]", position, decode, n_out, out_dim, False))
-        elif outs[e] is not None:
-            bad(f"outputs[{e}]", "must be null: a softmax model with identity decode claims no exact output")
-        else:
-            outputs.append(None)
+    spec = (vocab, in_dim, P_rows, [i for i in attention if layers[i].keys == "others"],
+            next((i for i in attention if layers[i].query == "last"), None), softmax_at, position, decode, out_dim)
+    chunks = None
+    if doc["version"] == 1:
+        ds = _obj(doc["dataset"], "dataset", ("inputs", "labels"))
+        xs = _list(ds["inputs"], "dataset.inputs")
+        inputs, labels, outputs = _examples(rd, spec, xs, _list(ds["labels"], "dataset.labels", len(xs)),
+                                            _list(doc["outputs"], "outputs", len(xs)), "dataset.", "")
+        n_ex = len(inputs)
+    else:
+        inputs, labels, outputs, chunks, n_ex = [], [], [], [], 0
+        for k, c in enumerate(_list(_obj(doc["dataset"], "dataset", ("chunks",))["chunks"], "dataset.chunks")):
+            cp = f"dataset.chunks[{k}]"
+            _obj(c, cp, ("file", "sha256", "examples"))
+            if not _CHUNK_FILE.fullmatch(_str(c["file"], f"{cp}.file")):
+                bad(f"{cp}.file", f"{c['file'][:40]!r} is not a plain file name next to the certificate")
+            if not re.fullmatch(r"[0-9a-f]{64}", _str(c["sha256"], f"{cp}.sha256")):
+                bad(f"{cp}.sha256", "expected 64 lowercase hex digits")
+            chunks.append((c["file"], c["sha256"], integer(c["examples"], f"{cp}.examples", 1), n_ex))
+            n_ex += c["examples"]
+        if doc["outputs"] is not None:
+            bad("outputs", "must be null in a version-2 certificate (outputs are in the chunks)")
 
     claims = []
     for c, cl in enumerate(_list(doc["claims"], "claims")):
@@ -407,4 +404,52 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
                 "relu_depth": relu, "attention_layers": len(attention), "depth": relu + len(attention),
                 "max_bits": max(bits, default=0), "total_bits": sum(bits), "n_examples": n_ex}
     return ParsedCertificate(layers, tokens, position, decode, out_dim, softmax_at, inputs, labels, outputs, claims,
-                             eps, max_precision, measured)
+                             eps, max_precision, measured, 0, chunks, spec)
+
+
+def _examples(rd: _Reader, spec: tuple, xs: list, ys: list, outs: list, where: str, out_where: str):
+    """Validate the examples (inputs, labels, claimed outputs); paths start with ``where``."""
+    vocab, in_dim, P_rows, need2, last_at, softmax_at, position, decode, out_dim = spec
+    inputs, labels, outputs = [], [], []
+    for e in range(len(xs)):
+        rd.budget.tick()
+        path = f"{where}inputs[{e}]"
+        seq = _list(xs[e], path, nonempty=True)
+        n = len(seq)
+        if vocab is not None:
+            inputs.append([integer(t, f"{path}[{s}]", 0, vocab - 1) for s, t in enumerate(seq)])
+            if P_rows is not None and n > P_rows:
+                bad(path, f"sequence of length {n} is longer than the {P_rows} rows of model.layers[0].P")
+        else:
+            inputs.append([rd.vec(t, in_dim, f"{path}[{s}]") for s, t in enumerate(seq)])
+        for i in need2:
+            if (n if last_at is None or last_at >= i else 1) < 2:
+                bad(path, f"model.layers[{i}] attends to keys 'others' of a length-1 sequence (no keys left)")
+        n_out = n if last_at is None else 1
+        labels.append(rd.answer(ys[e], f"{where}labels[{e}]", position, decode, n_out, out_dim, True))
+        if softmax_at is None or decode == "argmax":
+            outputs.append(rd.answer(outs[e], f"{out_where}outputs[{e}]", position, decode, n_out, out_dim,
+                                     False))
+        elif outs[e] is not None:
+            bad(f"{out_where}outputs[{e}]", "must be null: a softmax model with identity decode claims no "
+                                                      "exact output")
+        else:
+            outputs.append(None)
+    return inputs, labels, outputs
+
+
+def parse_chunk(cert: ParsedCertificate, k: int, data: bytes, budget: Budget) -> ParsedCertificate:
+    """The examples of chunk k of a version-2 certificate, from the chunk file's bytes: their
+    SHA-256 must be the one the (hashed) certificate names; then every field is validated."""
+    file, digest, count, first = cert.chunks[k]
+    where = f"dataset.chunks[{k}] ({file})"
+    if hashlib.sha256(data).hexdigest() != digest:
+        bad(where, "the chunk file's SHA-256 differs from the certificate's (altered or replaced)")
+    doc = decode_certificate(data, file, budget.limits)
+    _obj(doc, where, ("format", "inputs", "labels", "outputs"))
+    if doc["format"] != CHUNK_FORMAT:
+        bad(f"{where}.format", f"expected {CHUNK_FORMAT!r}")
+    xs = _list(doc["inputs"], f"{where}.inputs", count)
+    ex = _examples(_Reader(budget), cert.spec, xs, _list(doc["labels"], f"{where}.labels", count),
+                   _list(doc["outputs"], f"{where}.outputs", count), f"{where}.", f"{where}.")
+    return replace(cert, inputs=ex[0], labels=ex[1], outputs=ex[2], first=first, chunks=None)

@@ -8,8 +8,10 @@ interrupted run never leaves a partial certificate that looks complete.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
@@ -19,6 +21,7 @@ from ..model.layers import Model
 from ..model.serialize import model_to_json
 from ..numbers import format_rational, to_rational
 from .checker import canonical_hash
+from .schema import CHUNK_FORMAT
 
 FORMAT = "exactmem-certificate"
 VERSION = 1
@@ -82,22 +85,51 @@ def build_certificate(theorem: str, instance: str, seed: Optional[int], model: M
     return doc
 
 
-def write_certificate(doc: Dict[str, Any], path: str) -> str:
-    """Write ``doc`` to ``path`` (gzip if it ends in .gz) atomically; return the path."""
+def write_certificate(doc: Dict[str, Any], path: str, chunk_examples: Optional[int] = None) -> str:
+    """Write ``doc`` to ``path`` (gzip if it ends in .gz) atomically; return the path.
+
+    With ``chunk_examples`` = K and more than K examples, the dataset and outputs go into chunk
+    files of K examples next to ``path`` (``<name>.chunk00000.json``, …), each named in the
+    main document with its SHA-256: a version-2 certificate (``docs/certificate.md``)."""
+    if chunk_examples is not None and len(doc["dataset"]["inputs"]) > chunk_examples:
+        doc = _write_chunks(doc, path, chunk_examples)
+    _write_atomic(_encode(doc, path.endswith(".gz")), path)
+    return path
+
+
+def _encode(obj, gz: bool) -> bytes:
+    data = json.dumps(obj, separators=(",", ":")).encode("utf-8")
+    return gzip.compress(data, mtime=0) if gz else data
+
+
+def _write_chunks(doc: Dict[str, Any], path: str, k: int) -> Dict[str, Any]:
+    """Write the chunk files of ``doc`` next to ``path``; return the version-2 main document."""
+    gz = path.endswith(".gz")
+    base = os.path.basename(path)
+    stem = base[:-8] if base.endswith(".json.gz") else base[:-5] if base.endswith(".json") else base
+    stem = re.sub(r"[^A-Za-z0-9._-]", "_", stem).lstrip(".-") or "certificate"  # a name the checker accepts
+    ds, outs, chunks = doc["dataset"], doc["outputs"], []
+    for i, lo in enumerate(range(0, len(ds["inputs"]), k)):
+        body = {"format": CHUNK_FORMAT, "inputs": ds["inputs"][lo:lo + k], "labels": ds["labels"][lo:lo + k],
+                "outputs": outs[lo:lo + k]}
+        data = _encode(body, gz)
+        name = f"{stem}.chunk{i:05d}.json" + (".gz" if gz else "")
+        _write_atomic(data, os.path.join(os.path.dirname(os.path.abspath(path)), name))
+        chunks.append({"file": name, "sha256": hashlib.sha256(data).hexdigest(), "examples": len(body["inputs"])})
+    new = {**doc, "version": 2, "dataset": {"chunks": chunks}, "outputs": None}
+    new["hash"] = canonical_hash(new)
+    return new
+
+
+def _write_atomic(data: bytes, path: str) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    data = json.dumps(doc, separators=(",", ":")).encode("utf-8")
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".partial-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            if path.endswith(".gz"):
-                with gzip.GzipFile(fileobj=f, mode="wb", mtime=0) as g:
-                    g.write(data)
-            else:
-                f.write(data)
+            f.write(data)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return path

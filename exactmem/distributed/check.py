@@ -19,8 +19,10 @@ import time
 from fractions import Fraction
 from typing import Callable, List, Optional, Tuple
 
-from ..certificate.checker import (Budget, LimitExceeded, Limits, MalformedCertificate, ParsedCertificate, Verdict,
-                                   check_claims, check_examples, decode_certificate, parse_certificate, precision_cap)
+from ..certificate.checker import (Budget, LimitExceeded, Limits, MalformedCertificate, Verdict, check_claims,
+                                   check_examples, combine_verdicts, decode_certificate, parse_certificate, parse_chunk,
+                                   precision_cap)
+from ..certificate.chunkfiles import chunk_reader
 from ..certificate.fastcheck import check_examples_fast, fast_supported
 from .cluster import dask_client, worker_count
 
@@ -34,9 +36,10 @@ def shard_ranges(n: int, shards: int) -> List[Tuple[int, int]]:
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
-def check_shard(data: bytes, name: str, digest: str, lo: int, hi: int, cap: int, limits: Limits,
-                engine: str) -> Tuple[int, int, Verdict]:
-    """Worker task: the kernel's verdict on examples lo..hi−1 of the certificate in ``data``."""
+def check_shard(data: bytes, name: str, digest: str, lo: int, hi: int, cap: int, limits: Limits, engine: str,
+                chunk: Optional[int] = None, chunk_data: Optional[bytes] = None) -> Tuple[int, int, Verdict]:
+    """Worker task: the kernel's verdict on examples lo..hi−1 of the certificate in ``data`` (for
+    a version-2 certificate: on chunk ``chunk``, whose bytes are ``chunk_data``)."""
     budget = Budget(limits)
     if _PARSED.get("digest") != digest:
         _PARSED.clear()
@@ -45,40 +48,11 @@ def check_shard(data: bytes, name: str, digest: str, lo: int, hi: int, cap: int,
             raise MalformedCertificate(f"{name}: the bytes a worker received are not the certificate being checked")
         _PARSED.update(digest=digest, cert=parse_certificate(doc, budget))
     cert = _PARSED["cert"]
+    if chunk is not None:
+        cert, lo, hi = parse_chunk(cert, chunk, chunk_data, budget), 0, hi - lo
     if engine == "fast":
-        return lo, hi, check_examples_fast(cert, lo, hi, cap, budget)
-    return lo, hi, check_examples(cert, range(lo, hi), cap, budget)
-
-
-def combine(cert: ParsedCertificate, n: int, parts: List[Tuple[int, int, object]], where: str) -> Verdict:
-    """One verdict from the shards' (lo, hi, Verdict or the exception that stopped the shard)."""
-    m = cert.measured
-    parts = sorted(parts, key=lambda p: p[0])
-    failed = []
-    for lo, hi, v in parts:
-        if isinstance(v, Verdict) and v.status == "REFUTED":
-            if failed:  # still a real counter-example; earlier shards might hold an earlier one
-                v.message += f" (not necessarily the first: {'; '.join(failed[:3])})"
-            return v
-        if not isinstance(v, Verdict):
-            failed.append(f"examples {lo}..{hi - 1} could not be checked ({type(v).__name__}: {v})")
-    covered = 0
-    for lo, hi, _ in parts:
-        if lo != covered:
-            failed.append(f"examples {covered}..{lo - 1} were not checked")
-        covered = max(covered, hi)
-    if covered != n:
-        failed.append(f"examples {covered}..{n - 1} were not checked")
-    if failed:
-        return Verdict("UNKNOWN", None, f"{'; '.join(failed[:3])}; no refutation found", None, m)
-    used = max((v.precision for _, _, v in parts if v.precision is not None), default=None)
-    unknown = [v for _, _, v in parts if v.status == "UNKNOWN"]
-    if unknown:
-        msgs = "; ".join(f"examples {lo}..{hi - 1}: {v.message}" for lo, hi, v in parts if v.status == "UNKNOWN")
-        return Verdict("UNKNOWN", None, msgs, used, m, unknown[0].limit)
-    tail = f"interval precision up to {used} bits" if used is not None else "exact"
-    return Verdict("CERTIFIED", None, f"all {n} examples pass and all {len(cert.claims)} claims hold ({tail}; "
-                                      f"{where})", used, m)
+        return cert.first + lo, cert.first + hi, check_examples_fast(cert, lo, hi, cap, budget)
+    return cert.first + lo, cert.first + hi, check_examples(cert, range(lo, hi), cap, budget)
 
 
 def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[str] = None, client=None,
@@ -102,27 +76,34 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
         return Verdict("UNKNOWN", None, f"{x} while reading the certificate", None, {}, x.limit)
     cap = precision_cap(cert, max_precision, budget.limits)
     refuted = check_claims(cert)
-    n = len(cert.inputs)
+    n = cert.measured["n_examples"]
     if refuted or not n:
         return refuted or check_examples(cert, range(0), cap, budget)
     eng = "fast" if engine in ("auto", "fast") and fast_supported(cert) else "pure"
     name = os.path.basename(path)
+    read_chunk = chunk_reader(os.path.dirname(os.path.abspath(path)), limits)
     with dask_client(workers, scheduler, client) as c:
         nw = worker_count(c)
-        ranges = shard_ranges(n, shards or 4 * nw)
+        if cert.chunks is None:
+            ranges = shard_ranges(n, shards or 4 * nw)
+        else:  # a version-2 certificate: one shard per chunk
+            ranges = [(first, first + k) for _, _, k, first in cert.chunks]
         blob = c.scatter(data, broadcast=True)
         futures = {}
-        for lo, hi in ranges:
+        for i, (lo, hi) in enumerate(ranges):
             left = None if budget.deadline is None else Fraction(max(1, budget.deadline - time.monotonic_ns()), 10 ** 9)
             shard_limits = Limits(max_digits=budget.limits.max_digits, max_bytes=budget.limits.max_bytes,
                                   max_precision=budget.limits.max_precision,
                                   max_value_bits=budget.limits.max_value_bits, time_limit=left)
-            f = c.submit(check_shard, blob, name, doc["hash"], lo, hi, cap, shard_limits, eng, pure=False,
+            # a version-2 chunk goes to the worker that checks it, and to no other
+            chunk = () if cert.chunks is None else (i, c.scatter(read_chunk(cert.chunks[i][0])))
+            f = c.submit(check_shard, blob, name, doc["hash"], lo, hi, cap, shard_limits, eng, *chunk, pure=False,
                          key=f"exactmem-check-{doc['hash'][7:19]}-{lo}-{time.monotonic_ns()}")
             futures[f] = (lo, hi)
         parts = _gather(futures, on_shard)
-        where = f"{len(ranges)} shards on {nw} worker{'s' if nw > 1 else ''}, {eng} engine"
-    return combine(cert, n, parts, where)
+        unit = "chunks" if cert.chunks else "shards"
+        where = f"{len(ranges)} {unit} on {nw} worker{'s' if nw > 1 else ''}, {eng} engine"
+    return combine_verdicts(cert, parts, where)
 
 
 def _gather(futures: dict, on_shard) -> List[Tuple[int, int, object]]:

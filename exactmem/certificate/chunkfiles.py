@@ -1,0 +1,32 @@
+"""Reading the chunk files of a version-2 certificate from the directory it lies in.
+
+Outside the kernel: the kernel (``schema.parse_chunk``) verifies each chunk's SHA-256 against
+the hashed certificate before it reads a field, so this reader need not be trusted; it only
+bounds what it reads by ``max_bytes`` and names a missing file.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from .limits import LimitExceeded, Limits
+from .schema import MalformedCertificate
+
+
+def chunk_reader(directory: str, limits: Optional[Limits] = None):
+    """file name -> bytes of a chunk file in ``directory`` (at most max_bytes); a missing file is malformed."""
+    cap = (limits or Limits()).max_bytes
+
+    def read(name: str) -> bytes:
+        try:
+            with open(os.path.join(directory, name), "rb") as f:
+                data = f.read(cap + 1)
+        except OSError as e:
+            raise MalformedCertificate(f"cannot read chunk file {name}: {e.strerror or e}") from None
+        if len(data) > cap:
+            raise MalformedCertificate(f"{name}: " + str(LimitExceeded("max_bytes", f"the chunk file is larger than "
+                                                                                     f"{cap} bytes")))
+        return data
+
+    return read
