@@ -7,7 +7,6 @@ pass (fast engine) → certificate file → independent checker (re-reads the fi
 from __future__ import annotations
 
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional
@@ -19,6 +18,7 @@ from .model.forward import InputError
 from .model.layers import ModelError
 from .model.forward import decode_output, forward
 from .model.measure import measure, paper_counts
+from .progress import Progress
 from .proof import Theorem, load_proof_file
 
 
@@ -44,12 +44,8 @@ class Row:
     timings: dict = field(default_factory=dict)  # seconds: build, forward, write (incl. serialise), check
 
 
-def _progress(msg: str, quiet: bool) -> None:
-    if not quiet:
-        print(msg, file=sys.stderr, flush=True)
-
-
 CHECKERS = ("pure", "fast")
+AUTO_FAST_MIN_EXAMPLES = 1000  # the library's ``checker="auto"``: fast from this many examples on
 
 
 def resolve_checker(checker: str, size: str) -> str:
@@ -61,55 +57,119 @@ def resolve_checker(checker: str, size: str) -> str:
     return checker
 
 
+def auto_checker(model, n_examples: int) -> str:
+    """The library's ``checker="auto"`` (:func:`exactmem.certify`), the CLI's rule without a
+    ``--size``: ``fast`` when every attention layer is one the fast path evaluates exactly
+    (``uniform``, ``hardmax``; token-wise layers always) and there are at least
+    :data:`AUTO_FAST_MIN_EXAMPLES` examples (every ``--size small`` instance of the shipped
+    proof files has at most 300, every medium-only or large one at least 1,000), else ``pure``."""
+    from .certificate.fastcheck import EXACT_ATTENTION
+    from .model.layers import Attention
+
+    exact = all(l.kind in EXACT_ATTENTION for l in model.layers if isinstance(l, Attention))
+    return "fast" if exact and n_examples >= AUTO_FAST_MIN_EXAMPLES else "pure"
+
+
+def checker_function(checker: str) -> Callable[..., Verdict]:
+    """The independent checker named ``pure`` (checker.py) or ``fast`` (fastcheck.py, same verdicts)."""
+    if checker == "fast":
+        from .certificate.fastcheck import check_certificate_fast
+
+        return check_certificate_fast
+    if checker == "pure":
+        return check_certificate
+    raise ValueError(f"unknown checker {checker!r}; use pure or fast")
+
+
+def preferred_engine(theorem: str) -> Optional[str]:
+    """The exact forward engine the packaged proof file asks for (``Instance.engine``) for this
+    theorem name (e.g. ``compress`` for ``kajitsuka.next_token``), or the one engine all
+    instances of that file ask for; None if there is none (then ``auto``: limbs/flint)."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(f"exactmem.proofs.{theorem.split('.')[0]}")
+    except (ImportError, ValueError):
+        return None
+    theorems = list(getattr(mod, "THEOREMS", ()))
+    mine = [t for t in theorems if t.name == theorem] or theorems
+    engines = {getattr(i, "engine", None) for t in mine for i in t.instances}
+    return engines.pop() if len(engines) == 1 else None
+
+
+def claimed_outputs(model, ds, backend: str = "auto") -> list:
+    """The producer's exact forward pass: one claimed output per example (decoded), or the
+    labels for an argmax model after softmax (the checker decides with certified intervals)."""
+    res = forward(model, ds.inputs, backend=backend)
+    if res.exact:
+        return [decode_output(model, o) for o in res.outputs]
+    return list(ds.labels) if model.decode == "argmax" else [None] * len(res.outputs)
+
+
 def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_output: bool = False,
-                     backend: str = "auto", quiet: bool = False, prefix: str = "", checker: str = "pure") -> Row:
+                     backend: str = "auto", quiet: bool = False, prefix: str = "", checker: str = "pure",
+                     progress: Optional[Progress] = None) -> Row:
     """Build, evaluate, write and independently check one instance.
 
     ``backend="auto"`` uses the instance's preferred engine if it names one (``Instance.engine``).
     ``checker``: ``"pure"`` (checker.py) or ``"fast"`` (fastcheck.py, same verdicts).
+    ``progress``: where the stages are shown (default: a :class:`Progress` of its own, silent
+    when ``quiet``).
     """
-    t0 = time.perf_counter()
-    times = {}
-    _progress(f"{prefix}{theorem.name} [{inst.name}] building ...", quiet)
+    check = checker_function(checker)
+    own = progress is None
+    prog = Progress(1, "certify", "instance", quiet=quiet) if own else progress
+    what = f"{theorem.name} [{inst.name}]"
+    prog.describe(f"{prefix}{what}")
     try:
-        built = theorem.build(dict(inst.params), seed)
-    except (DataError, ModelError, InputError) as e:
-        raise type(e)(f"{theorem.name} [{inst.name}]: {e}") from e
-    model, ds = built.model, built.dataset
-    times["build"] = time.perf_counter() - t0
-    engine = getattr(inst, "engine", None) if backend == "auto" else None
-    engine = engine or backend
-    _progress(f"{prefix}{theorem.name} [{inst.name}] forward pass on {len(ds)} examples (engine {engine}) ...",
-              quiet)
-    t1 = time.perf_counter()
-    res = forward(model, ds.inputs, backend=engine)
-    times["forward"] = time.perf_counter() - t1
-    outputs = [decode_output(model, o) if res.exact else None for o in res.outputs]
-    if not res.exact and model.decode == "argmax":
-        outputs = list(ds.labels)  # claimed; the checker decides with certified intervals
-    m = measure(model)
-    doc = build_certificate(theorem.name, inst.name, seed, model, ds, outputs, built.claims,
-                            error_bound=built.error_bound,
-                            meta={"source": theorem.source, "statement": theorem.statement,
-                                  "params": {k: str(v) for k, v in inst.params.items()},
-                                  "info": {k: str(v) for k, v in built.info.items()}})
-    fname = f"{theorem.name}.{inst.name}.json" + (".gz" if gzip_output else "")
-    path = write_certificate(doc, os.path.join(out_dir, fname))
-    times["write"] = time.perf_counter() - t1 - times["forward"]
-    _progress(f"{prefix}{theorem.name} [{inst.name}] checking {path} ({checker} checker) ...", quiet)
-    t2 = time.perf_counter()
-    if checker == "fast":
-        from .certificate.fastcheck import check_certificate_fast as check
-    elif checker == "pure":
-        check = check_certificate
-    else:
-        raise ValueError(f"unknown checker {checker!r}; use pure or fast")
-    verdict: Verdict = check(load_certificate(path))
-    times["check"] = time.perf_counter() - t2
-    dt = time.perf_counter() - t0
-    return Row(theorem.name, inst.name, verdict.status, m.n_params, m.width, m.depth, m.max_bits, m.total_bits,
-               dt, path, verdict.message, [str(c) for c in built.claims], paper_counts(model), built.info,
-               verdict.witness, checker, engine, times)
+        t0 = time.perf_counter()
+        times = {}
+        prog.stage("build", f"{prefix}{what} building ...")
+        try:
+            built = theorem.build(dict(inst.params), seed)
+        except (DataError, ModelError, InputError) as e:
+            raise type(e)(f"{what}: {e}") from e
+        model, ds = built.model, built.dataset
+        times["build"] = time.perf_counter() - t0
+        engine = getattr(inst, "engine", None) if backend == "auto" else None
+        engine = engine or backend
+        prog.stage(f"forward, {len(ds)} examples ({engine})",
+                   f"{prefix}{what} forward pass on {len(ds)} examples (engine {engine}) ...")
+        t1 = time.perf_counter()
+        outputs = claimed_outputs(model, ds, engine)
+        times["forward"] = time.perf_counter() - t1
+        prog.stage("write", f"{prefix}{what} writing the certificate ...")
+        m = measure(model)
+        doc = build_certificate(theorem.name, inst.name, seed, model, ds, outputs, built.claims,
+                                error_bound=built.error_bound,
+                                meta={"source": theorem.source, "statement": theorem.statement,
+                                      "params": {k: str(v) for k, v in inst.params.items()},
+                                      "info": {k: str(v) for k, v in built.info.items()}})
+        del outputs
+        fname = f"{theorem.name}.{inst.name}.json" + (".gz" if gzip_output else "")
+        path = write_certificate(doc, os.path.join(out_dir, fname))
+        del doc  # the checker re-reads the file; the producer's document is not needed any more
+        times["write"] = time.perf_counter() - t1 - times["forward"]
+        prog.stage(f"check ({checker})", f"{prefix}{what} checking {path} ({checker} checker) ...")
+        t2 = time.perf_counter()
+        verdict: Verdict = check(load_certificate(path))
+        times["check"] = time.perf_counter() - t2
+        dt = time.perf_counter() - t0
+        row = Row(theorem.name, inst.name, verdict.status, m.n_params, m.width, m.depth, m.max_bits, m.total_bits,
+                  dt, path, verdict.message, [str(c) for c in built.claims], paper_counts(model), built.info,
+                  verdict.witness, checker, engine, times)
+        if own:
+            prog.update(1, _done_line(row))
+        return row
+    finally:
+        if own:
+            prog.close()
+
+
+def _done_line(row: Row) -> str:
+    t = row.timings
+    parts = ", ".join(f"{k} {t[k]:.1f}" for k in ("build", "forward", "write", "check") if k in t)
+    return f"{row.theorem} [{row.instance}] {row.verdict} in {row.seconds:.1f} s: {parts}"
 
 
 def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: str = "small",
@@ -119,18 +179,24 @@ def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: 
     """Certify every instance of every theorem in the proof file at ``path``.
 
     ``checker``: ``pure``, ``fast`` or ``auto`` (pure for ``size="small"``, fast otherwise).
+    Progress (instances done, rate, ETA, the running stage) goes to stderr: a bar on a
+    terminal, plain lines otherwise, nothing when ``quiet`` (:mod:`exactmem.progress`).
     """
     checker = resolve_checker(checker, size)
     theorems = load_proof_file(path)
     jobs = [(t, i) for t in theorems for i in t.instances_for(size)
             if only is None or only in t.name or only in i.name or only == f"{t.name}/{i.name}"]
     rows = []
-    for k, (t, inst) in enumerate(jobs, 1):
-        row = certify_instance(t, inst, seed, out_dir, gzip_output, backend, quiet, prefix=f"[{k}/{len(jobs)}] ",
-                               checker=checker)
-        rows.append(row)
-        if on_row:
-            on_row(row)
+    with Progress(len(jobs), "certify", "instance", quiet=quiet) as prog:
+        for k, (t, inst) in enumerate(jobs, 1):
+            row = certify_instance(t, inst, seed, out_dir, gzip_output, backend, quiet,
+                                   prefix=f"[{k}/{len(jobs)}] ", checker=checker, progress=prog)
+            rows.append(row)
+            prog.update(1, _done_line(row))
+            if on_row:
+                with prog.suspended():
+                    on_row(row)
+        prog.describe("certify")  # the bar left on screen sums up the run
     return rows
 
 

@@ -100,6 +100,56 @@ def test_certify_writes_the_certificate_when_asked(five, tmp_path):
     assert check_certificate(doc).status == "CERTIFIED"
 
 
+def test_certify_checker_auto_follows_the_cli_rule():
+    from exactmem.certificate.checker import Limits, MalformedCertificate
+    from exactmem.model import Attention, Head
+    from exactmem.pipeline import AUTO_FAST_MIN_EXAMPLES, auto_checker
+
+    m = Model([affine([[2]], relu=True)], input_dim=1)
+    big = em.dataset([[(x,)] for x in range(AUTO_FAST_MIN_EXAMPLES)], [2 * x for x in range(AUTO_FAST_MIN_EXAMPLES)])
+    small = em.dataset([[(x,)] for x in range(5)], [2 * x for x in range(5)])
+    assert auto_checker(m, len(big)) == "fast" and auto_checker(m, len(small)) == "pure"
+    assert em.certify(m, big).message.endswith("(exact, fast engine)")  # auto: the batched exact path
+    assert em.certify(m, small).message.endswith("(exact)")  # auto: the kernel
+    assert em.certify(m, big, checker="pure").message.endswith("(exact)")
+    assert em.certify(m, small, checker="fast").message.endswith("(exact, fast engine)")
+    soft = Model([Attention([Head([[1]], [[1]], [[1]], [[1]])], kind="softmax")], input_dim=1)
+    hard = Model([Attention([Head([[1]], [[1]], [[1]], [[1]])], kind="hardmax")], input_dim=1)
+    assert auto_checker(soft, 10 ** 6) == "pure" and auto_checker(hard, 10 ** 6) == "fast"
+    with pytest.raises(ValueError, match="'auto', 'pure' or 'fast'"):
+        em.certify(m, small, checker="quick")
+    # the verifier's budget still applies: a limit hit is UNKNOWN, an oversized document malformed
+    for checker in ("auto", "pure"):
+        v = em.certify(m, big, checker=checker, limits=Limits(time_limit=Fraction(1, 10 ** 9)))
+        assert v.status == "UNKNOWN" and v.limit == "time_limit", checker
+    with pytest.raises(MalformedCertificate, match="max_bytes"):
+        em.certify(m, big, limits=Limits(max_bytes=1000))
+
+
+def test_certify_uses_the_proof_files_engine_and_the_checkers_reader(five, monkeypatch):
+    import exactmem.pipeline as P
+    from exactmem.certificate import schema
+
+    assert P.preferred_engine("kajitsuka.next_token") == "compress" == P.preferred_engine("vardi.c1")
+    assert P.preferred_engine("kajitsuka.seq2seq_hardmax") == "compress"  # every kajitsuka instance asks for it
+    assert P.preferred_engine("mahdavi.softmax") is None and P.preferred_engine("exactmem.api") is None
+    assert P.preferred_engine("no such theorem") is None
+    data, net = five
+    seen, decoded = [], []
+    real_forward, real_decode = P.forward, schema.decode_certificate
+    monkeypatch.setattr(P, "forward", lambda m, xs, backend="auto": seen.append(backend) or real_forward(m, xs,
+                                                                                                     backend))
+    import exactmem.certificate.checker as K
+
+    monkeypatch.setattr(K, "decode_certificate", lambda data, name, limits=None: decoded.append(type(data)) or
+                        real_decode(data, name, limits))
+    assert em.certify(net).status == "CERTIFIED"
+    assert em.certify(net, backend="flint").status == "CERTIFIED"
+    assert em.certify(net.model, data).status == "CERTIFIED"  # no theorem: the forward pass's own choice
+    assert seen == ["compress", "flint", "auto"]
+    assert decoded == [bytes, bytes, bytes]  # the checker parsed the serialised bytes
+
+
 def test_seq2seq_and_hardmax_forms():
     data = em.sequences(N=4, n=3, d=2, C=2, seed=1, setting="seq2seq")
     net = em.kajitsuka.seq2seq(data)

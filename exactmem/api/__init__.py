@@ -510,33 +510,45 @@ def claims_from(spec: Any) -> List[Claim]:
 
 
 def certify(model: ModelLike, dataset: Any = None, claims: Optional[Iterable[ClaimLike]] = None, *,
-            checker: str = "pure", error_bound: Optional[Fraction] = None, theorem: Optional[str] = None, instance: str = "in-memory",
-            seed: Optional[int] = None, backend: str = "auto", path: Optional[str] = None,
+            checker: str = "auto", error_bound: Optional[Fraction] = None, theorem: Optional[str] = None,
+            instance: str = "in-memory", seed: Optional[int] = None, backend: str = "auto", path: Optional[str] = None,
             max_precision: Optional[int] = None, limits=None):
     """Certify that ``model`` memorizes ``dataset`` and satisfies ``claims``: the independent
     checker's verdict (``docs/certificate.md``).
 
-    The producer side runs the fast exact forward pass and writes a format-v1 certificate
-    (model, data, claimed outputs, claims) in memory — to ``path`` too if given — and the
-    small checker (:mod:`exactmem.certificate.checker`: ``int``/``Fraction`` only, rational
-    intervals after softmax, no construction code) re-derives every output and every claimed
-    size from the serialised document. ``checker="fast"`` uses the NumPy exact path
-    (:mod:`exactmem.certificate.fastcheck`), for large token-wise networks.
+    The producer side is the one of ``python -m exactmem certify`` (:mod:`exactmem.pipeline`):
+    the exact forward pass, then a format-v1 certificate (model, data, claimed outputs,
+    claims) serialised once — to ``path`` if given, else to bytes in memory — and parsed back
+    by the checker's own reader, so the checker sees only the serialised document and
+    re-derives every output and every claimed size from it (no construction code).
+
+    ``checker``: ``"pure"`` — the small kernel (:mod:`exactmem.certificate.checker`:
+    ``int``/``Fraction`` only, rational intervals after softmax); ``"fast"`` — the batched
+    exact NumPy path (:mod:`exactmem.certificate.fastcheck`, same verdicts); ``"auto"``
+    (default) — the CLI's rule without a ``--size``: fast when every attention layer is
+    ``uniform`` or ``hardmax`` and the dataset has at least 1,000 examples, else pure
+    (:func:`exactmem.pipeline.auto_checker`). ``backend="auto"``: the exact engine the proof
+    file names for this theorem (e.g. ``compress`` for Kajitsuka & Sato and Vardi et al.),
+    else the forward pass's own choice.
 
     ``model`` may be a :class:`Memorizer`: then ``dataset``, ``claims``, ``error_bound`` and
     ``theorem`` default to its own. ``claims``: see :func:`claims_from`. ``error_bound``:
     for identity decoding, outputs within ε of the labels pass (softmax models). ``limits``:
     the verifier's budget, an :class:`exactmem.certificate.checker.Limits` (time, precision,
-    digits, value size; ``docs/certificate.md`` § Budgets); a limit hit gives ``UNKNOWN``.
+    digits, value and file size; ``docs/certificate.md`` § Budgets): a time, precision or value
+    limit hit gives ``UNKNOWN``; more digits or bytes than allowed raise ``MalformedCertificate``
+    (``check`` exits 3).
 
     Returns a :class:`~exactmem.certificate.checker.Verdict`: ``.status`` is ``CERTIFIED``,
     ``REFUTED`` (``.witness`` names the example or claim) or ``UNKNOWN``; ``.measured`` the
     checker's own parameter/width/depth/bit counts.
     """
-    from ..certificate.checker import check_certificate
+    from ..certificate.checker import decode_certificate, load_certificate
     from ..certificate.writer import build_certificate, write_certificate
-    from ..model.forward import decode_output, forward
+    from ..pipeline import auto_checker, checker_function, claimed_outputs, preferred_engine
 
+    if checker not in ("auto", "pure", "fast"):
+        raise ValueError(f"checker must be 'auto', 'pure' or 'fast', not {checker!r}")
     m = _model_of(model)
     if isinstance(model, Memorizer):
         dataset = model.dataset if dataset is None else dataset
@@ -549,21 +561,20 @@ def certify(model: ModelLike, dataset: Any = None, claims: Optional[Iterable[Cla
         raise TypeError("certify needs a dataset (or a Memorizer, which carries its own)")
     ds = _labels_for(m, as_dataset(dataset))
     cl = claims_from(claims)
-    res = forward(m, ds.inputs, backend=backend)
-    outputs = [decode_output(m, o) if res.exact else None for o in res.outputs]
-    if not res.exact and m.decode == "argmax":
-        outputs = list(ds.labels)  # claimed; the checker decides with certified intervals
-    doc = build_certificate(theorem or "exactmem.api", instance, seed, m, ds, outputs, cl,
+    theorem = theorem or "exactmem.api"
+    check = checker_function(auto_checker(m, len(ds)) if checker == "auto" else checker)
+    engine = (preferred_engine(theorem) or "auto") if backend == "auto" else backend
+    doc = build_certificate(theorem, instance, seed, m, ds, claimed_outputs(m, ds, engine), cl,
                             error_bound=error_bound, meta={"producer": "exactmem.api.certify"})
-    if path is not None:
+    if path is not None:  # the pipeline's path: write the file once, the checker reads it
         write_certificate(doc, path)
-    doc = json.loads(json.dumps(doc))  # the checker sees only the serialised document
-    if checker == "fast":
-        from ..certificate.fastcheck import check_certificate_fast as check
-    elif checker == "pure":
-        check = check_certificate
-    else:
-        raise ValueError(f"checker must be 'pure' or 'fast', not {checker!r}")
+        del doc
+        doc = load_certificate(path, limits)
+    else:  # serialised once, in memory; parsed by the checker's reader (same rules as a file)
+        data = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+        del doc
+        doc = decode_certificate(data, "<in-memory certificate>", limits)
+        del data
     return check(doc, max_precision, limits=limits)
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .report import Report
 
-SIZES = ("small", "medium", "large")  # the --size levels of exactmem.proof
+SIZES = ("small", "medium", "large", "xlarge")  # the --size levels of exactmem.proof
 
 
 class BoundsFileError(ValueError):

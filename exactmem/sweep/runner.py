@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List
 
+from ..progress import Progress
 from .point import run_point
 from .results import POINTS_FILE, SWEEP_FILE, _append, load_records, summarize_record, sweep_document, \
     write_json_atomic
@@ -45,11 +46,6 @@ class SweepRun:
     seconds: float = 0.0
 
 
-def _bar(k: int, n: int, width: int = 20) -> str:
-    f = int(width * k / n) if n else width
-    return "[" + "#" * f + "." * (width - f) + "]"
-
-
 def run_sweep(spec: SweepSpec, out_dir: str, workers: int = 1, quiet: bool = False, verbose: bool = False,
               fresh: bool = False, write_tables: bool = True) -> SweepRun:
     """Run every point of ``spec`` not already finished in ``out_dir``; write ``sweep.json``
@@ -61,35 +57,30 @@ def run_sweep(spec: SweepSpec, out_dir: str, workers: int = 1, quiet: bool = Fal
     todo = [p for p in pts if fresh or p["key"] not in done]
     skipped = len(pts) - len(todo)
 
-    def say(msg):
-        if not quiet:
-            print(msg, file=sys.stderr, flush=True)
-
-    say(f"sweep: {len(pts)} points ({skipped} already in {out_dir}/{POINTS_FILE}, {len(todo)} to run"
-        + (f", {workers} workers" if workers > 1 else "") + ")")
+    # progress on stderr (exactmem.progress): a bar on a terminal, plain lines otherwise, nothing when
+    # quiet; --verbose prints from inside the points, so it gets plain lines (no bar to break)
+    prog = Progress(len(todo), "sweep", "point", quiet=quiet, mode="plain" if verbose else None)
+    prog.note(f"sweep: {len(pts)} points ({skipped} already in {out_dir}/{POINTS_FILE}, {len(todo)} to run"
+              + (f", {workers} workers" if workers > 1 else "") + ")")
     for p in todo:
         p["out_dir"] = out_dir
     errors: List[Dict[str, Any]] = []
-    finished = 0
 
     def record(rec):
-        nonlocal finished
-        finished += 1
         if rec.get("status") == "done":
             _append(out_dir, rec)
             done[rec["key"]] = rec
         else:
             errors.append(rec)
-        el = time.perf_counter() - t_start
-        eta = el / finished * (len(todo) - finished)
         p = rec["point"]
-        say(f"{_bar(finished, len(todo))} {finished}/{len(todo)} {p['theorem']} {_slug(p)} seed {p['seed']} "
-            f"{p['task']}: {summarize_record(rec)} ({rec['seconds']:.1f} s; elapsed {el:.0f} s, ETA {eta:.0f} s)")
+        prog.update(1, f"{p['theorem']} {_slug(p)} seed {p['seed']} {p['task']}: {summarize_record(rec)} "
+                       f"({rec['seconds']:.1f} s)")
 
     order = sorted(todo, key=lambda p: -_cost_hint(p))
     try:
         if workers <= 1 or len(todo) <= 1:
             for p in order:
+                prog.stage(f"{p['theorem']} {_slug(p)} seed {p['seed']} {p['task']}")
                 record(run_point(p, verbose))
         else:
             import concurrent.futures as cf
@@ -106,6 +97,7 @@ def run_sweep(spec: SweepSpec, out_dir: str, workers: int = 1, quiet: bool = Fal
                 raise
             ex.shutdown()
     finally:  # also after Ctrl-C: sweep.json and the tables hold every finished point
+        prog.close()
         doc = sweep_document(done.values())
         write_json_atomic(os.path.join(out_dir, SWEEP_FILE), doc)
         if write_tables:
