@@ -3,6 +3,9 @@
 * :mod:`.seq2seq` — Kajitsuka & Sato Theorem 4.3 / B.3 (hardmax seq-to-seq): the chain
   (70)–(96) for a concrete architecture, Lemma B.4's precondition at every use, the minimal
   W of the final inequality and of the sharp bound (90);
+* :mod:`.sharp` — the sharp bound (90) at any depth (closed form, Euler–Maclaurin sums of
+  :mod:`.sums`) and its minimal W over a family; :mod:`.search` — brackets and bisection
+  (every minimum is bisected on exact decisions, at any n ≤ 10⁶, N ≤ 10¹⁵);
 * :mod:`.next_token` — Theorem 4.2 / B.2: the repeated-token reduction checked on the exact
   model, explicit-constant bounds and their minimal W;
 * :mod:`.bits` — total bits ≥ N·log2 C (nN for seq-to-seq), in the paper's and exactmem's

@@ -27,6 +27,7 @@ from typing import List, Optional
 
 from ..numbers import least_true
 from .arch import check_positive_int
+from .search import least_from_guess
 from ..enclosure import Interval, log2_interval
 from .report import Report, check
 
@@ -64,13 +65,14 @@ def min_fixed_bits(W: int, N: int, C: int = 2) -> int:
 
 
 def min_exactmem_bits(W: int, N: int, C: int = 2) -> int:
-    """Smallest b with R(b)^W ≥ C^N (every weight with exactmem ``bits ≤ b``)."""
+    """Smallest b with R(b)^W ≥ C^N (every weight with exactmem ``bits ≤ b``).
+
+    R is increasing (R(1) = 1 < R(2) = 3, and R(b+1) − R(b) = b·2^b > 0 for b ≥ 2), so the
+    predicate is monotone in b: galloping from a guess, the fixed-format minimum (R(b) ≥ 2^b
+    for b ≥ 3, so the answer is rarely above it), then bisection; exact integer comparisons."""
     W, N, C = (check_positive_int(k, v) for k, v in (("W", W), ("N", N), ("C", C)))
     target = C ** N
-    b = 1
-    while rationals_with_bits_at_most(b) ** W < target:
-        b += 1
-    return b
+    return least_from_guess(lambda b: rationals_with_bits_at_most(b) ** W >= target, min_fixed_bits(W, N, C))
 
 
 def total_bits_capacity(W: int, T: int) -> int:

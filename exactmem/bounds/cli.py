@@ -47,7 +47,8 @@ def add_parser(sub) -> None:
     p = acts.add_parser("minw", help="smallest W allowed by nN ≤ 9W²log2(48e·nN), and by the sharp bound (90)")
     common(p, False, "8", "1000")
     p.add_argument("--no-sharp", action="store_true",
-                   help="skip the search over architectures for bound (90) (about 1 s at nN = 10^6, minutes at 10^9)")
+                   help="skip the search over architectures for bound (90) (well under a second at any n ≤ 10^6, "
+                        "N ≤ 10^15)")
 
     p = acts.add_parser("chain", help="every step of Thm B.3's chain for one architecture and (n, N)")
     common(p, None, "8", "1000")
@@ -90,7 +91,8 @@ def add_parser(sub) -> None:
 
     p = acts.add_parser("plot", help="PNG of the lower bounds vs the O(N) baseline (needs matplotlib)")
     p.add_argument("--out", default="docs/lower-bounds.png")
-    p.add_argument("--quick", action="store_true", help="fewer points (seconds instead of ~15 s)")
+    p.add_argument("--quick", action="store_true", help="fewer points (about 2 s instead of about 10 s; the full plot "
+                                                          "goes to N = 10^12)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--debug", action="store_true")
     for parser in [b] + list(acts.choices.values()):

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
-from ..enclosure import FAILS, HOLDS, UNDECIDED, Interval, decide, show
+from ..enclosure import FAILS, HOLDS, UNDECIDED, Interval, compare, decide, decimal, show
 
 KINDS = ("identity", "inequality", "precondition", "degree", "count", "variables", "verdict", "check")
 
@@ -54,6 +54,49 @@ def _jsonable(v):
     if isinstance(v, int) and not isinstance(v, bool):
         return str(v) if abs(v) >= 2 ** 53 else v
     return v
+
+
+def _as_shown(text: str) -> Optional[Interval]:
+    """The enclosure a printed side stands for: "[a, b]"; an integer, "p/q" or a decimal
+    exactly; "≈d" (``show`` rounds to 7 significant digits, downwards) as [d, d + |d|·10⁻⁶]
+    (the last digit is worth at most |d|·10⁻⁶). None if the text is not one of these."""
+    try:
+        if text.startswith("["):
+            lo, hi = text[1:-1].split(", ")
+            return Interval(Fraction(lo), Fraction(hi))
+        if text.startswith("≈"):
+            d = Fraction(text[1:])
+            return Interval(d, d + abs(d) / 10 ** 6)
+        return Interval.exact(Fraction(text))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def _show_digits(v, digits: int) -> str:
+    """Like ``show`` with ``digits`` significant digits; exact integers in full."""
+    if isinstance(v, Interval) and not v.is_exact:
+        return f"[{decimal(v.lo, digits)}, {decimal(v.hi, digits, up=True)}]"
+    x = v.lo if isinstance(v, Interval) else v
+    if isinstance(x, (int, Fraction)) and not isinstance(x, bool) and Fraction(x).denominator == 1:
+        return str(int(x))
+    return show(v)
+
+
+def show_sides(lhs, rel: str, rhs, status: str) -> Tuple[str, str]:
+    """Both sides of a decided step as printed: with ``show``'s 7 digits when the printed
+    enclosures (rounded outward) already settle ``lhs rel rhs`` as decided, else with more
+    digits (exact integers in full) until they do — so every printed inequality is itself a
+    true statement a reader can check (nN ≈ 10²¹ needs more than 7 digits)."""
+    texts = show(lhs), show(rhs)
+    if status not in (HOLDS, FAILS):
+        return texts
+    for digits in (7, 10, 13, 16, 20, 25, 30, 40):
+        if digits > 7:
+            texts = _show_digits(lhs, digits), _show_digits(rhs, digits)
+        L, R = _as_shown(texts[0]), _as_shown(texts[1])
+        if L is not None and R is not None and compare(L, rel, R) == status:
+            return texts
+    return texts
 
 
 def check(eq: str, claim: str, lhs, rel: str, rhs, kind: str = "inequality", note: str = "",
@@ -119,7 +162,8 @@ class Report:
                     lines.append(f"| … | ({len(self.steps) - 2 * keep} more steps) | | | | |")
                     continue
                 status = s.status.upper() + (" (repaired)" if s.repair else "")
-                lines.append(f"| {s.eq} | {s.claim} | {show(s.lhs)} | {s.rel} | {show(s.rhs)} | {status} |")
+                lhs, rhs = show_sides(s.lhs, s.rel, s.rhs, s.status)
+                lines.append(f"| {s.eq} | {s.claim} | {lhs} | {s.rel} | {rhs} | {status} |")
         if self.repaired:
             lines += ["", "Repairs (the written proof needs these):"]
             groups: Dict[str, List[str]] = {}

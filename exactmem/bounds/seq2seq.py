@@ -23,15 +23,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from itertools import product as iproduct
 from typing import Iterable, List, Optional, Tuple
 
-from ..numbers import least_true
 from .arch import Architecture, check_convention, check_positive_int
 from .bookkeeping import PAPER, Bookkeeping
-from .counting import (Factor, amgm_is_equality, amgm_log2, product_log2, total_weight)
+from .counting import amgm_is_equality, amgm_log2, product_log2, total_weight
 from ..enclosure import FAILS, HOLDS, Interval, decide, e_interval, log2_times_e
 from .report import Report, Step, check
+from .search import ceil_sqrt, least_in_bracket
+from .sharp import (Family, SharpMin, factors, min_L_not_ruled_out, min_W_sharp, product_log2_sharp,  # noqa: F401
+                    ruled_out_sharp, sharp_bound_at)
 
 REPAIR_PRECONDITION = (
     "Lemma B.4 is applied with more variables than polynomials. Repair: repeat polynomials "
@@ -40,20 +41,6 @@ REPAIR_PRECONDITION = (
 
 
 # ------------------------------------------------------------------------------ factors
-
-def factors(arch: Architecture, n: int, N: int, convention: str = "paper",
-            bk: Bookkeeping = PAPER) -> List[Factor]:
-    """The Lemma B.4 applications of the proof: per block l the attention-pattern refinement
-    (79)–(80) and the ReLU-pattern refinement (83)–(84), then the output signs (89)."""
-    out = []
-    for l in range(1, arch.L + 1):
-        out.append(Factor(f"l={l} attention scores", "(80)", bk.score_count(n, N, arch.H),
-                          bk.score_degree(l), arch.att_vars(l, convention)))
-        out.append(Factor(f"l={l} ReLU pre-activations", "(84)", bk.relu_count(n, N, arch.q),
-                          bk.preact_degree(l), arch.ffn_vars(l, convention)))
-    out.append(Factor("outputs", "(89)", bk.output_count(n, N), bk.output_degree(arch.L), arch.W(convention)))
-    return out
-
 
 def cell_variables(arch: Architecture) -> List[int]:
     """For each factor, the number of parameters its polynomials can depend on, on one cell
@@ -231,16 +218,6 @@ def _verdict(status: str) -> str:
     return "undecided at maximum precision"
 
 
-def ruled_out_sharp(arch: Architecture, n: int, N: int, convention: str = "paper",
-                    bk: Bookkeeping = PAPER) -> bool:
-    """True iff nN > log2 of the product bound (90) (with M' = max(M, v)), decided exactly."""
-    fs = factors(arch, n, N, convention, bk)
-    st, _, _, _ = decide(n * N, "<=", lambda b: product_log2(fs, b), bits=24)
-    if st not in (HOLDS, FAILS):
-        raise ArithmeticError("undecided comparison in the sharp bound")
-    return st == FAILS
-
-
 # ----------------------------------------------------------------------- minimal W (96)
 
 def final_inequality(W: int, n: int, N: int) -> Tuple[str, Interval, Interval]:
@@ -271,93 +248,22 @@ class MinW:
 def min_W(n: int, N: int) -> MinW:
     """Solve the final inequality of Theorem B.3 for the smallest admissible W.
 
-    A candidate comes from an enclosure of the logarithm (W ≈ √(nN / (9·log2(48e·nN))),
-    computed with integer square roots); it is then moved until W is admissible and W − 1
-    is not, each decided exactly.
+    The predicate ``nN ≤ 9W²·λ``, λ = log2(48e·nN) > 0, is increasing in W. With an
+    enclosure λ ∈ [λ_lo, λ_hi], every W with W² < nN/(9λ_hi) fails and every W with
+    W² ≥ nN/(9λ_lo) holds, so the answer lies in the bracket (lo, hi] computed with exact
+    integer square roots (usually hi − lo ≤ 1); it is then bisected with exact decisions,
+    and both sides are returned at W − 1 (fails) and W (holds).
     """
-    from math import isqrt
-
     n, N = check_positive_int("n", n), check_positive_int("N", N)
     lg = log2_times_e(48 * n * N, 32)
-    target = Fraction(n * N) / (9 * lg.hi)  # W² ≥ target is necessary
-    W = max(1, isqrt(target.numerator // target.denominator))
-    while not admissible(W, n, N):
-        W += 1
-    while W > 1 and admissible(W - 1, n, N):
-        W -= 1
+    lo = ceil_sqrt(Fraction(n * N) / (9 * lg.hi)) - 1  # lo² < nN/(9λ_hi): fails (or lo = 0)
+    hi = max(1, ceil_sqrt(Fraction(n * N) / (9 * lg.lo)))  # hi² ≥ nN/(9λ_lo): holds
+    W = least_in_bracket(lambda w: admissible(w, n, N), max(lo, 0), hi)
     return MinW(n, N, W, final_inequality(W - 1, n, N) if W > 1 else None, final_inequality(W, n, N))
 
 
-def min_W_scan(n: int, N: int, limit: int = 10 ** 6) -> int:
-    """Brute force: the first W = 1, 2, … admissible by (96) (reference for :func:`min_W`)."""
-    for W in range(1, limit + 1):
-        if admissible(W, n, N):
-            return W
-    raise ArithmeticError(f"no admissible W ≤ {limit}")
-
-
 # ------------------------------------------------------------- minimal W, sharp bound (90)
-
-@dataclass(frozen=True)
-class Family:
-    """Architectures searched by :func:`min_W_sharp`: d fixed, shapes from the ranges, any L ≥ 1."""
-
-    d: Tuple[int, ...] = (1,)
-    m: Tuple[int, ...] = (1, 2, 3)
-    s: Tuple[int, ...] = (1, 2)
-    H: Tuple[int, ...] = (1, 2)
-    q: Tuple[int, ...] = (1, 2, 3)
-
-    def shapes(self):
-        return iproduct(self.d, self.m, self.s, self.H, self.q)
-
-    def describe(self) -> str:
-        return (f"d∈{list(self.d)}, m∈{list(self.m)}, s∈{list(self.s)}, H∈{list(self.H)}, "
-                f"q∈{list(self.q)}, any L ≥ 1")
-
-
-def min_L_not_ruled_out(shape: Tuple[int, int, int, int, int], n: int, N: int, convention: str = "paper",
-                        L_max: int = 1 << 16) -> Optional[int]:
-    """Smallest L with the sharp bound (90) not ruling out the shape (monotone in L: every
-    factor is ≥ 1 and the output factor grows with L), by doubling then bisection."""
-    d, m, s, H, q = shape
-    arch = lambda L: Architecture(d, m, s, H, q, L)  # noqa: E731
-    hi = 1
-    while ruled_out_sharp(arch(hi), n, N, convention):
-        hi *= 2
-        if hi > L_max:
-            return None
-    # ruled out at hi // 2 (or hi // 2 == 0), not at hi
-    return least_true(lambda L: not ruled_out_sharp(arch(L), n, N, convention), hi // 2, hi)
-
-
-@dataclass
-class SharpMin:
-    n: int
-    N: int
-    W: int
-    arch: Architecture
-    log2_bound: Interval
-    family: str
-
-
-def min_W_sharp(n: int, N: int, family: Family = Family(), convention: str = "paper") -> SharpMin:
-    """Smallest parameter count W over the family whose sharp bound (90) does not rule out
-    shattering nN distinct tokens (the unsimplified counterpart of :func:`min_W`)."""
-    best = None
-    for shape in family.shapes():
-        L = min_L_not_ruled_out(shape, n, N, convention)
-        if L is None:
-            continue
-        a = Architecture(*shape, L)
-        W = a.W(convention)
-        if best is None or W < best[0] or (W == best[0] and a.label() < best[1].label()):
-            best = (W, a)
-    if best is None:
-        raise ArithmeticError("no architecture of the family escapes the bound")
-    W, a = best
-    _, _, P, _ = decide(0, "<=", lambda b: product_log2(factors(a, n, N, convention), b))
-    return SharpMin(n, N, W, a, P, family.describe())
+# the search over architectures lives in .sharp (closed form of (90) at any depth)
 
 
 def simplification_cost(n: int, N: int, family: Family = Family(), convention: str = "paper") -> Report:
@@ -369,9 +275,9 @@ def simplification_cost(n: int, N: int, family: Family = Family(), convention: s
     rep = Report(f"simplified (96) vs unsimplified (90) bound at n={n}, N={N}")
     W = sm.W
     cap96 = lambda b: 9 * W * W * log2_times_e(48 * n * N, b)  # noqa: E731
-    fs = factors(sm.arch, n, N, convention)
-    rep.add(check("(90)≤(96)", f"at the sharp optimum {sm.arch.label()}: log2 Π ≤ 9W²·log2(48e·nN)",
-                  lambda b: product_log2(fs, b), "<=", cap96))
+    a = sm.arch
+    rep.add(check("(90)≤(96)", f"at the sharp optimum {a.label()}: log2 Π ≤ 9W²·log2(48e·nN)",
+                  lambda b: product_log2_sharp(a, n, N, convention, b), "<=", cap96))
     ratio = cap96(48) / sm.log2_bound
     rep.results.update({
         "min W (96) simplified": mw.W, "min W (90) sharp, over family": W, "sharp optimum": sm.arch.label(),
@@ -384,8 +290,9 @@ def simplification_cost(n: int, N: int, family: Family = Family(), convention: s
 
 def min_W_report(n: int, N: int, sharp: bool = True, family: Family = Family()) -> Report:
     """The verdict of Theorem B.3 for (n, N): the smallest W with nN ≤ 9W²·log2(48e·nN),
-    both sides shown at W_min (holds) and at W_min − 1 (fails), cross-checked against a
-    brute-force scan when cheap, and (``sharp``) the unsimplified counterpart over ``family``."""
+    both sides shown at W_min (holds) and at W_min − 1 (fails), and (``sharp``) the
+    unsimplified counterpart over ``family``. (The brute-force scan over W that used to
+    cross-check the minimum here is a test now: ``tests/test_bounds_scale.py``.)"""
     mw = min_W(n, N)
     W = mw.W
     rep = Report(f"Theorem B.3 minimal W: n={n}, N={N} (nN = {n * N})")
@@ -395,8 +302,6 @@ def min_W_report(n: int, N: int, sharp: bool = True, family: Family = Family()) 
         rep.add(check("(96)", f"at W = {W - 1}: nN > 9W²·log2(48e·nN) (so no smaller W is allowed)", n * N, ">",
                       rhs(W - 1), "verdict"))
     rep.results["min W (96)"] = W
-    if W <= 2000:
-        rep.add(check("scan", "brute-force scan W = 1, 2, … finds the same minimum", min_W_scan(n, N), "==", W, "check"))
     if sharp:
         sm = min_W_sharp(n, N, family)
         rep.results.update({"min W (90) over family": sm.W, "attained by": sm.arch.label(),
