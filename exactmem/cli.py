@@ -23,14 +23,18 @@ def _cmd_certify(args) -> int:
             print(f"  {row.theorem} [{row.instance}]: {row.verdict}: {row.message}", file=sys.stderr)
 
     from .data.dataset import DataError
+    from .distributed.cluster import ClusterError
     from .model.forward import InputError
     from .model.layers import ModelError
 
     try:
+        if args.workers < 1 or (args.chunk_size is not None and args.chunk_size < 0):
+            raise ProofFileError("--workers must be at least 1 and --chunk-size at least 0")
         rows = certify_file(args.proof, out_dir=args.out, seed=args.seed, size=args.size, gzip_output=args.gzip,
                             backend=args.engine, quiet=args.quiet, only=args.only, on_row=show,
-                            checker=args.checker)
-    except (ProofFileError, DataError, ModelError, InputError) as e:
+                            checker=args.checker, chunk_examples=args.chunk_size, workers=args.workers,
+                            scheduler=args.scheduler)
+    except (ProofFileError, DataError, ModelError, InputError, ClusterError) as e:
         if args.debug:
             raise
         print(f"error: {e}", file=sys.stderr)
@@ -47,6 +51,8 @@ def _cmd_certify(args) -> int:
 
         chk = resolve_checker(args.checker, args.size)
         how = f"{chk} checker" + (f" (--checker auto for --size {args.size})" if args.checker == "auto" else "")
+        if args.workers > 1 or args.scheduler:
+            how += f", sharded on {args.scheduler or f'{args.workers} Dask workers'}"
         print(f"\ncertificates in {args.out}/  (seed {args.seed}, size {args.size}, {how})")
     statuses = {r.verdict for r in rows}
     if statuses == {"CERTIFIED"}:
@@ -184,6 +190,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--checker", default="auto", choices=("auto", "pure", "fast"),
                    help="independent checker: pure (int/Fraction, one example at a time) or fast (batched exact "
                         "path, same verdicts); auto = pure for --size small, fast for medium and large")
+    c.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="check each certificate in shards on an embedded Dask cluster of N worker processes "
+                        "(default 1: in this process; docs/scaling.md)")
+    c.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="shard the checks on an existing Dask scheduler instead (tcp://host:8786)")
+    c.add_argument("--chunk-size", type=int, default=None, metavar="K",
+                   help="write certificates with more than K examples as version-2 chunk files of K examples "
+                        "(default: chunks of 12,500 above 50,000 examples; 0: never)")
     c.add_argument("--json", action="store_true", help="print the summary as JSON")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.add_argument("--debug", action="store_true", help="show Python tracebacks for bad input")

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional
 
 from .certificate.checker import Verdict, check_certificate, load_certificate
+from .certificate.chunkfiles import chunk_reader
 from .certificate.writer import build_certificate, write_certificate
 from .data.dataset import DataError
 from .model.forward import InputError
@@ -46,6 +48,7 @@ class Row:
 
 CHECKERS = ("pure", "fast")
 AUTO_FAST_MIN_EXAMPLES = 1000  # the library's ``checker="auto"``: fast from this many examples on
+AUTO_CHUNK_ABOVE, CHUNK_EXAMPLES = 50_000, 12_500  # larger datasets are written as version-2 chunks
 
 
 def resolve_checker(checker: str, size: str) -> str:
@@ -108,13 +111,15 @@ def claimed_outputs(model, ds, backend: str = "auto") -> list:
 
 def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_output: bool = False,
                      backend: str = "auto", quiet: bool = False, prefix: str = "", checker: str = "pure",
-                     progress: Optional[Progress] = None) -> Row:
+                     progress: Optional[Progress] = None, chunk_examples: Optional[int] = None, client=None) -> Row:
     """Build, evaluate, write and independently check one instance.
 
     ``backend="auto"`` uses the instance's preferred engine if it names one (``Instance.engine``).
     ``checker``: ``"pure"`` (checker.py) or ``"fast"`` (fastcheck.py, same verdicts).
     ``progress``: where the stages are shown (default: a :class:`Progress` of its own, silent
-    when ``quiet``).
+    when ``quiet``). ``chunk_examples``: write a version-2 certificate in chunks of this many
+    examples (default: chunks of CHUNK_EXAMPLES above AUTO_CHUNK_ABOVE examples; 0: never).
+    ``client``: a Dask client; the check is then sharded over its workers (docs/scaling.md).
     """
     check = checker_function(checker)
     own = progress is None
@@ -147,12 +152,18 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
                                       "info": {k: str(v) for k, v in built.info.items()}})
         del outputs
         fname = f"{theorem.name}.{inst.name}.json" + (".gz" if gzip_output else "")
-        path = write_certificate(doc, os.path.join(out_dir, fname))
+        k = chunk_examples if chunk_examples is not None else (CHUNK_EXAMPLES if len(ds) > AUTO_CHUNK_ABOVE else 0)
+        path = write_certificate(doc, os.path.join(out_dir, fname), chunk_examples=k or None)
         del doc  # the checker re-reads the file; the producer's document is not needed any more
         times["write"] = time.perf_counter() - t1 - times["forward"]
         prog.stage(f"check ({checker})", f"{prefix}{what} checking {path} ({checker} checker) ...")
         t2 = time.perf_counter()
-        verdict: Verdict = check(load_certificate(path))
+        if client is not None:
+            from .distributed.check import check_sharded
+
+            verdict: Verdict = check_sharded(path, client=client, engine=checker)
+        else:
+            verdict = check(load_certificate(path), read_chunk=chunk_reader(os.path.dirname(os.path.abspath(path))))
         times["check"] = time.perf_counter() - t2
         dt = time.perf_counter() - t0
         row = Row(theorem.name, inst.name, verdict.status, m.n_params, m.width, m.depth, m.max_bits, m.total_bits,
@@ -175,8 +186,11 @@ def _done_line(row: Row) -> str:
 def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: str = "small",
                  gzip_output: bool = False, backend: str = "auto", quiet: bool = False,
                  only: Optional[str] = None, on_row: Optional[Callable[[Row], None]] = None,
-                 checker: str = "pure") -> List[Row]:
+                 checker: str = "pure", chunk_examples: Optional[int] = None, workers: int = 1,
+                 scheduler: Optional[str] = None) -> List[Row]:
     """Certify every instance of every theorem in the proof file at ``path``.
+
+    ``workers`` > 1 or ``scheduler``: the checks are sharded on a Dask cluster (one for the run).
 
     ``checker``: ``pure``, ``fast`` or ``auto`` (pure for ``size="small"``, fast otherwise).
     Progress (instances done, rate, ETA, the running stage) goes to stderr: a bar on a
@@ -187,10 +201,16 @@ def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: 
     jobs = [(t, i) for t in theorems for i in t.instances_for(size)
             if only is None or only in t.name or only in i.name or only == f"{t.name}/{i.name}"]
     rows = []
-    with Progress(len(jobs), "certify", "instance", quiet=quiet) as prog:
+    cluster = nullcontext(None)
+    if workers > 1 or scheduler:
+        from .distributed.cluster import dask_client
+
+        cluster = dask_client(workers, scheduler)
+    with cluster as client, Progress(len(jobs), "certify", "instance", quiet=quiet) as prog:
         for k, (t, inst) in enumerate(jobs, 1):
             row = certify_instance(t, inst, seed, out_dir, gzip_output, backend, quiet,
-                                   prefix=f"[{k}/{len(jobs)}] ", checker=checker, progress=prog)
+                                   prefix=f"[{k}/{len(jobs)}] ", checker=checker, progress=prog,
+                                   chunk_examples=chunk_examples, client=client)
             rows.append(row)
             prog.update(1, _done_line(row))
             if on_row:

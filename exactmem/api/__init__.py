@@ -22,6 +22,7 @@ See ``docs/library.md`` for the reference.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -512,7 +513,8 @@ def claims_from(spec: Any) -> List[Claim]:
 def certify(model: ModelLike, dataset: Any = None, claims: Optional[Iterable[ClaimLike]] = None, *,
             checker: str = "auto", error_bound: Optional[Fraction] = None, theorem: Optional[str] = None,
             instance: str = "in-memory", seed: Optional[int] = None, backend: str = "auto", path: Optional[str] = None,
-            max_precision: Optional[int] = None, limits=None):
+            max_precision: Optional[int] = None, limits=None, workers: int = 1, scheduler: Optional[str] = None,
+            client=None, chunk_examples: Optional[int] = None):
     """Certify that ``model`` memorizes ``dataset`` and satisfies ``claims``: the independent
     checker's verdict (``docs/certificate.md``).
 
@@ -539,6 +541,11 @@ def certify(model: ModelLike, dataset: Any = None, claims: Optional[Iterable[Cla
     limit hit gives ``UNKNOWN``; more digits or bytes than allowed raise ``MalformedCertificate``
     (``check`` exits 3).
 
+    ``workers`` > 1, ``scheduler`` (a Dask scheduler address) or ``client`` (a
+    ``distributed.Client``): the check is sharded over examples on that cluster, with the same
+    verdict and witness (``docs/scaling.md``); the certificate then goes to ``path`` (or a
+    temporary directory), in version-2 chunks of ``chunk_examples`` if given.
+
     Returns a :class:`~exactmem.certificate.checker.Verdict`: ``.status`` is ``CERTIFIED``,
     ``REFUTED`` (``.witness`` names the example or claim) or ``UNKNOWN``; ``.measured`` the
     checker's own parameter/width/depth/bit counts.
@@ -562,10 +569,21 @@ def certify(model: ModelLike, dataset: Any = None, claims: Optional[Iterable[Cla
     ds = _labels_for(m, as_dataset(dataset))
     cl = claims_from(claims)
     theorem = theorem or "exactmem.api"
-    check = checker_function(auto_checker(m, len(ds)) if checker == "auto" else checker)
+    chosen = auto_checker(m, len(ds)) if checker == "auto" else checker
+    check = checker_function(chosen)
     engine = (preferred_engine(theorem) or "auto") if backend == "auto" else backend
     doc = build_certificate(theorem, instance, seed, m, ds, claimed_outputs(m, ds, engine), cl,
                             error_bound=error_bound, meta={"producer": "exactmem.api.certify"})
+    if workers > 1 or scheduler or client is not None:
+        import tempfile
+
+        from ..distributed.check import check_sharded
+
+        with tempfile.TemporaryDirectory() as tmp:
+            where = write_certificate(doc, path or os.path.join(tmp, "certificate.json"), chunk_examples)
+            del doc
+            return check_sharded(where, workers=workers, scheduler=scheduler, client=client, limits=limits,
+                                 max_precision=max_precision, engine=chosen)
     if path is not None:  # the pipeline's path: write the file once, the checker reads it
         write_certificate(doc, path)
         del doc

@@ -39,7 +39,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from fractions import Fraction
-from math import isqrt
+from math import isqrt, lcm
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import enclosure as E
@@ -250,9 +250,15 @@ def projection_scale(gamma: Fraction) -> Fraction:
     return Fraction(1, 2 ** e)
 
 
+def _dot(v: Sequence[int], p: tuple) -> Fraction:
+    """vᵀp exactly, in integers over the lcm of p's denominators (one Fraction per point)."""
+    D = lcm(*(x.denominator for x in p))  # entries are ints or Fractions
+    return Fraction(sum(a * (x.numerator * (D // x.denominator)) for a, x in zip(v, p)), D)
+
+
 def _gaps(v: Sequence[int], points: Sequence[tuple]) -> Tuple[List[Fraction], Fraction]:
     """Projections vᵀz of all points and their smallest gap γ (0 if two collide)."""
-    s = [sum((a * x for a, x in zip(v, p)), Fraction(0)) for p in points]
+    s = [_dot(v, p) for p in points]
     ss = sorted(s)
     return s, min((b - a for a, b in zip(ss, ss[1:])), default=Fraction(2))
 

@@ -118,12 +118,30 @@ def make_data(sequences: Sequence, labels: Sequence, C: int, setting: str = "nex
         raise DataError("sequence 0 is empty")
     d = None
     seqs: List[Seq] = []
+    seen: Dict[tuple, Token] = {}  # sequences reuse a pool of tokens: convert each distinct one once, share it
+    by_id: Dict[int, tuple] = {}  # id -> (that tuple, its token); the tuple is kept so its id stays unique
     for i, X in enumerate(sequences):
         if len(X) != n:
             raise DataError(f"sequence {i} has length {len(X)}, sequence 0 has {n} (the theorems fix n)")
         toks = []
         for k, t in enumerate(X):
-            tok = _token(t, i, k, d)
+            same = by_id.get(id(t))  # the very same tuple object again: no hashing of its entries
+            tok, key = (same[1], None) if same is not None and same[0] is t else (None, None)
+            if tok is None:
+                try:
+                    key = t if isinstance(t, tuple) else None
+                    tok = seen.get(key) if key is not None else None
+                except TypeError:  # an unhashable entry: _token names the problem
+                    key = tok = None
+            if tok is None:
+                tok = _token(t, i, k, d)
+                if key is not None:
+                    seen[key] = tok
+            if key is not None:
+                by_id[id(t)] = (t, tok)
+            elif len(tok) != d:
+                raise DataError(f"sequence {i}, position {k}: token has dimension {len(tok)}, sequence 0's tokens "
+                                f"have {d}")
             d = len(tok)
             toks.append(tok)
         seqs.append(tuple(toks))

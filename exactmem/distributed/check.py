@@ -88,7 +88,7 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
             ranges = shard_ranges(n, shards or 4 * nw)
         else:  # a version-2 certificate: one shard per chunk
             ranges = [(first, first + k) for _, _, k, first in cert.chunks]
-        blob = c.scatter(data, broadcast=True)
+        blob = c.scatter(data, broadcast=True, hash=False)  # unique keys: never shared with a cancelled check
         futures = {}
         for i, (lo, hi) in enumerate(ranges):
             left = None if budget.deadline is None else Fraction(max(1, budget.deadline - time.monotonic_ns()), 10 ** 9)
@@ -96,7 +96,7 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
                                   max_precision=budget.limits.max_precision,
                                   max_value_bits=budget.limits.max_value_bits, time_limit=left)
             # a version-2 chunk goes to the worker that checks it, and to no other
-            chunk = () if cert.chunks is None else (i, c.scatter(read_chunk(cert.chunks[i][0])))
+            chunk = () if cert.chunks is None else (i, c.scatter(read_chunk(cert.chunks[i][0]), hash=False))
             f = c.submit(check_shard, blob, name, doc["hash"], lo, hi, cap, shard_limits, eng, *chunk, pure=False,
                          key=f"exactmem-check-{doc['hash'][7:19]}-{lo}-{time.monotonic_ns()}")
             futures[f] = (lo, hi)

@@ -41,7 +41,7 @@ def dask_client(workers: Optional[int] = None, scheduler: Optional[str] = None, 
         return
     if workers is None or workers < 1:
         raise ClusterError(f"--workers must be at least 1, got {workers}")
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                            silence_logs=logging.ERROR)
     c = Client(cluster)
     try:

@@ -413,7 +413,7 @@ def _inputs_to_columns(model: Model, inputs) -> Tuple[List[List[Fraction]], List
             else:
                 if len(tok) != model.input_dim:
                     raise InputError(f"example {i}, position {s}: token has dimension {len(tok)}, model expects {model.input_dim}")
-                cols.append([Fraction(x) for x in tok])
+                cols.append([x if type(x) is Fraction else Fraction(x) for x in tok])  # no copies
     return cols, lengths
 
 

@@ -71,7 +71,8 @@ class ScaledInts:
     @staticmethod
     def from_fractions(rows: Sequence[Sequence[Fraction]]) -> "ScaledInts":
         D = lcm_of_denominators(x for row in rows for x in row)
-        return ScaledInts([[int(Fraction(x) * D) for x in row] for row in rows], D)
+        exact = [[x if isinstance(x, (int, Fraction)) else Fraction(x) for x in row] for row in rows]
+        return ScaledInts([[x.numerator * (D // x.denominator) for x in row] for row in exact], D)
 
     def to_fractions(self) -> List[List[Fraction]]:
         D = self.den
