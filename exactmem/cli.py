@@ -171,6 +171,9 @@ def _cmd_report(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .certificate.command import add_arguments as add_check_arguments
+    from .certificate.command import add_cluster_arguments
+
     p = argparse.ArgumentParser(prog="exactmem", description="Exact proof checker for Transformer memorization constructions.")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -190,11 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--checker", default="auto", choices=("auto", "pure", "fast"),
                    help="independent checker: pure (int/Fraction, one example at a time) or fast (batched exact "
                         "path, same verdicts); auto = pure for --size small, fast for medium and large")
-    c.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="check each certificate in shards on an embedded Dask cluster of N worker processes "
-                        "(default 1: in this process; docs/scaling.md)")
-    c.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="shard the checks on an existing Dask scheduler instead (tcp://host:8786)")
+    add_cluster_arguments(c)
     c.add_argument("--chunk-size", type=int, default=None, metavar="K",
                    help="write certificates with more than K examples as version-2 chunk files of K examples "
                         "(default: chunks of 12,500 above 50,000 examples; 0: never)")
@@ -202,8 +201,6 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.add_argument("--debug", action="store_true", help="show Python tracebacks for bad input")
     c.set_defaults(fn=_cmd_certify)
-
-    from .certificate.command import add_arguments as add_check_arguments
 
     k = sub.add_parser("check", help="independently re-check a certificate file, within the verifier's limits")
     add_check_arguments(k)

@@ -169,7 +169,7 @@ def test_chunked_certificates_shard_by_chunk(client, tmp_path):
         for engine in ("fast", "pure"):
             v = check_sharded(path, client=client, engine=engine)
             _same(v, check_certificate(doc))
-        assert "4 chunks on 2 workers" in v.message or planted
+        assert "4 chunks in 4 shards on 2 workers, pure engine" in v.message or planted
 
 
 def test_library_and_pipeline_shard_on_a_client(client, tmp_path):
@@ -179,7 +179,9 @@ def test_library_and_pipeline_shard_on_a_client(client, tmp_path):
     net = em.kajitsuka.next_token(em.sequences(N=30, n=4, d=3, C=3))
     one, many = em.certify(net), em.certify(net, client=client, chunk_examples=7)
     assert one.status == many.status == "CERTIFIED" and one.measured == many.measured
-    assert "5 chunks on 2 workers" in many.message
+    assert "5 chunks in 5 shards on 2 workers, pure engine" in many.message  # auto: pure for 30 examples
+    fast = em.certify(net, client=client, chunk_examples=7, checker="fast")
+    assert "5 chunks in 3 shards on 2 workers, fast engine" in fast.message  # chunks 7+7, 7+7, 2: grouped to 15
     rows = certify_file(str(ROOT / "proofs" / "relu_interpolation.py"), out_dir=str(tmp_path), quiet=True,
                         only="steps", chunk_examples=100, workers=2)
-    assert [r.verdict for r in rows] == ["CERTIFIED"] * 3 and "3 chunks on 2 workers" in rows[-1].message
+    assert [r.verdict for r in rows] == ["CERTIFIED"] * 3 and "3 chunks in 3 shards on 2 workers" in rows[-1].message

@@ -63,15 +63,21 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help=f"most decimal digits of one number in the file (default {d.max_digits:,})")
     ap.add_argument("--max-bytes", default=None, metavar="N",
                     help=f"most bytes of the certificate after gunzip (default {d.max_bytes:,})")
-    ap.add_argument("--workers", type=int, default=1, metavar="N",
-                    help="check shards of the examples on an embedded Dask cluster of N worker processes "
-                         "(default 1: this process only); same verdict and witness")
-    ap.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                    help="check shards on an existing Dask scheduler (e.g. tcp://host:8786) instead")
+    add_cluster_arguments(ap)
     ap.add_argument("--shards", type=int, default=None, metavar="K",
-                    help="number of example shards with --workers/--scheduler (default 4 per worker)")
+                    help="example shards of a version-1 certificate with --workers/--scheduler (default: 4 per worker "
+                         "for the pure kernel; shards of 12,500 examples or more for --engine fast)")
     ap.add_argument("--max-value-bits", default=None, metavar="N",
                     help=f"most bits of an intermediate value or softmax2 score spread (default {d.max_value_bits:,})")
+
+
+def add_cluster_arguments(ap: argparse.ArgumentParser) -> None:
+    """--workers / --scheduler, shared by ``check`` and ``certify`` (docs/scaling.md)."""
+    ap.add_argument("--workers", type=int, default=1, metavar="N",
+                    help="check the examples in shards on an embedded Dask cluster of N worker processes "
+                         "(default 1: in this process); the same verdict and witness (docs/scaling.md)")
+    ap.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                    help="shard the check on an existing Dask scheduler instead (e.g. tcp://host:8786)")
 
 
 def limits_from_args(args) -> Limits:

@@ -67,14 +67,15 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .checker import (Budget, Limits, ParsedCertificate, Verdict, check_chunks, check_claims, check_examples,
-                      judge_example, parse_certificate, precision_cap)
+from .checker import (Budget, Limits, MalformedCertificate, ParsedCertificate, Verdict, check_chunks, check_claims,
+                      check_examples, combine_verdicts, judge_example, parse_certificate, parse_chunk, precision_cap)
 from .linear import Affine, Attention, Embed, FeedForward, Lin
 from .limits import LimitExceeded
 
-__all__ = ["check_certificate_fast", "check_examples_fast", "fast_supported"]
+__all__ = ["check_certificate_fast", "check_examples_fast", "chunk_groups", "fast_supported", "merged_chunks"]
 
 INT64_SAFE = 1 << 62
+GROUP_EXAMPLES = 50_000  # a version-2 certificate's chunks are evaluated together up to this many examples
 EXACT_ATTENTION = ("uniform", "hardmax")  # every other kind (softmax, ...) goes to the pure checker
 
 
@@ -537,8 +538,42 @@ def check_certificate_fast(doc: dict, max_precision: Optional[int] = None, *, li
     cap = precision_cap(cert, max_precision, budget.limits)
     if check_claims(cert) or cert.chunks is None:
         return check_claims(cert) or check_examples_fast(cert, 0, len(cert.inputs), cap, budget)
-    return check_chunks(cert, read_chunk, cap, budget, lambda part, c, b: check_examples_fast(part, 0, len(part.inputs),
-                                                                                            c, b))
+    if not fast_supported(cert):
+        return check_chunks(cert, read_chunk, cap, budget)
+    if read_chunk is None:
+        raise MalformedCertificate("dataset: a chunked (version 2) certificate needs its chunk files")
+    parts = []
+    for ks in chunk_groups(cert, GROUP_EXAMPLES):  # consecutive chunks together: the cost per layer is paid once
+        try:
+            part = merged_chunks(cert, ks, [read_chunk(cert.chunks[k][0]) for k in ks], budget)
+        except LimitExceeded as x:
+            return Verdict("UNKNOWN", None, f"{x}; no refutation found", None, cert.measured, x.limit)
+        v = check_examples_fast(part, 0, len(part.inputs), cap, budget)
+        if v.status == "REFUTED" or v.limit == "time_limit":
+            return v
+        parts.append((part.first, part.first + len(part.inputs), v))
+    return combine_verdicts(cert, parts, f"{len(cert.chunks)} chunks in {len(parts)} batches")
+
+
+def chunk_groups(cert: ParsedCertificate, examples: int) -> List[List[int]]:
+    """Consecutive chunk indices of a version-2 certificate, in groups of at most ``examples``
+    examples (one chunk at least)."""
+    groups: List[List[int]] = []
+    size = 0
+    for k, (_, _, count, _) in enumerate(cert.chunks):
+        if not groups or size + count > examples:
+            groups.append([])
+            size = 0
+        groups[-1].append(k)
+        size += count
+    return groups
+
+
+def merged_chunks(cert: ParsedCertificate, ks: List[int], datas: List[bytes], budget: Budget) -> ParsedCertificate:
+    """Consecutive chunks ks, each verified and parsed by the kernel, as one part of the dataset."""
+    parts = [parse_chunk(cert, k, d, budget) for k, d in zip(ks, datas)]
+    return replace(parts[0], inputs=[x for p in parts for x in p.inputs], labels=[x for p in parts for x in p.labels],
+                   outputs=[x for p in parts for x in p.outputs])
 
 
 def check_examples_fast(cert: ParsedCertificate, lo: int, hi: int, cap: int, budget: Budget) -> Verdict:

@@ -20,13 +20,14 @@ from fractions import Fraction
 from typing import Callable, List, Optional, Tuple
 
 from ..certificate.checker import (Budget, LimitExceeded, Limits, MalformedCertificate, Verdict, check_claims,
-                                   check_examples, combine_verdicts, decode_certificate, parse_certificate, parse_chunk,
-                                   precision_cap)
+                                   check_examples, combine_verdicts, decode_certificate, parse_certificate, precision_cap)
 from ..certificate.chunkfiles import chunk_reader
-from ..certificate.fastcheck import check_examples_fast, fast_supported
+from ..certificate.fastcheck import (GROUP_EXAMPLES, check_examples_fast, chunk_groups, fast_supported,
+                                    merged_chunks)
 from .cluster import dask_client, worker_count
 
 _PARSED: dict = {}  # per worker process: the certificate parsed for its shards, by hash
+SHARD_EXAMPLES = 12_500  # default shard size of the fast engine (the pure kernel: 4 shards per worker)
 
 
 def shard_ranges(n: int, shards: int) -> List[Tuple[int, int]]:
@@ -37,9 +38,10 @@ def shard_ranges(n: int, shards: int) -> List[Tuple[int, int]]:
 
 
 def check_shard(data: bytes, name: str, digest: str, lo: int, hi: int, cap: int, limits: Limits, engine: str,
-                chunk: Optional[int] = None, chunk_data: Optional[bytes] = None) -> Tuple[int, int, Verdict]:
+                chunks: Optional[List[int]] = None,
+                chunk_data: Optional[List[bytes]] = None) -> Tuple[int, int, Verdict]:
     """Worker task: the kernel's verdict on examples lo..hi−1 of the certificate in ``data`` (for
-    a version-2 certificate: on chunk ``chunk``, whose bytes are ``chunk_data``)."""
+    a version-2 certificate: on the consecutive chunks ``chunks``, whose bytes are ``chunk_data``)."""
     budget = Budget(limits)
     if _PARSED.get("digest") != digest:
         _PARSED.clear()
@@ -48,8 +50,8 @@ def check_shard(data: bytes, name: str, digest: str, lo: int, hi: int, cap: int,
             raise MalformedCertificate(f"{name}: the bytes a worker received are not the certificate being checked")
         _PARSED.update(digest=digest, cert=parse_certificate(doc, budget))
     cert = _PARSED["cert"]
-    if chunk is not None:
-        cert, lo, hi = parse_chunk(cert, chunk, chunk_data, budget), 0, hi - lo
+    if chunks is not None:
+        cert, lo, hi = merged_chunks(cert, chunks, chunk_data, budget), 0, hi - lo
     if engine == "fast":
         return cert.first + lo, cert.first + hi, check_examples_fast(cert, lo, hi, cap, budget)
     return cert.first + lo, cert.first + hi, check_examples(cert, range(lo, hi), cap, budget)
@@ -59,7 +61,8 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
                   shards: Optional[int] = None, limits: Optional[Limits] = None, max_precision: Optional[int] = None,
                   engine: str = "auto", on_shard: Optional[Callable[[int, int, int, Verdict], None]] = None) -> Verdict:
     """Check the certificate at ``path`` on a Dask cluster (see the module docstring): the same
-    verdict and witness as ``check_certificate``. ``shards`` defaults to 4 per worker;
+    verdict and witness as ``check_certificate``. ``shards`` defaults to 4 per worker (pure
+    kernel) or shards of at least SHARD_EXAMPLES examples, one per worker at least (fast);
     ``engine`` auto/fast uses the batched accelerator where it applies; ``on_shard(done, total,
     lo, verdict)`` reports progress."""
     limits = limits or Limits()
@@ -84,10 +87,12 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
     read_chunk = chunk_reader(os.path.dirname(os.path.abspath(path)), limits)
     with dask_client(workers, scheduler, client) as c:
         nw = worker_count(c)
-        if cert.chunks is None:
-            ranges = shard_ranges(n, shards or 4 * nw)
-        else:  # a version-2 certificate: one shard per chunk
-            ranges = [(first, first + k) for _, _, k, first in cert.chunks]
+        if cert.chunks is None:  # the fast engine pays a cost per layer and shard: few, large shards
+            ranges = shard_ranges(n, shards or (max(nw, -(-n // SHARD_EXAMPLES)) if eng == "fast" else 4 * nw))
+        else:  # a version-2 certificate: its chunks, grouped for the fast engine (a cost per layer and shard)
+            size = max(1, min(GROUP_EXAMPLES, -(-n // nw))) if eng == "fast" else 1
+            groups = chunk_groups(cert, size)
+            ranges = [(cert.chunks[g[0]][3], cert.chunks[g[-1]][3] + cert.chunks[g[-1]][2]) for g in groups]
         blob = c.scatter(data, broadcast=True, hash=False)  # unique keys: never shared with a cancelled check
         futures = {}
         for i, (lo, hi) in enumerate(ranges):
@@ -96,13 +101,14 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
                                   max_precision=budget.limits.max_precision,
                                   max_value_bits=budget.limits.max_value_bits, time_limit=left)
             # a version-2 chunk goes to the worker that checks it, and to no other
-            chunk = () if cert.chunks is None else (i, c.scatter(read_chunk(cert.chunks[i][0]), hash=False))
+            chunk = () if cert.chunks is None else (groups[i], [c.scatter(read_chunk(cert.chunks[k][0]), hash=False)
+                                                               for k in groups[i]])
             f = c.submit(check_shard, blob, name, doc["hash"], lo, hi, cap, shard_limits, eng, *chunk, pure=False,
                          key=f"exactmem-check-{doc['hash'][7:19]}-{lo}-{time.monotonic_ns()}")
             futures[f] = (lo, hi)
         parts = _gather(futures, on_shard)
-        unit = "chunks" if cert.chunks else "shards"
-        where = f"{len(ranges)} {unit} on {nw} worker{'s' if nw > 1 else ''}, {eng} engine"
+        unit = f"{len(cert.chunks)} chunks in " if cert.chunks else ""
+        where = f"{unit}{len(ranges)} shards on {nw} worker{'s' if nw > 1 else ''}, {eng} engine"
     return combine_verdicts(cert, parts, where)
 
 
