@@ -94,6 +94,7 @@ def _cmd_sweep(args) -> int:
     import shlex
 
     from .data.dataset import DataError
+    from .distributed.cluster import ClusterError
     from .model.forward import InputError
     from .model.layers import ModelError
     from .proof import ProofFileError
@@ -124,8 +125,9 @@ def _cmd_sweep(args) -> int:
         if line not in known:
             with open(path, "a", encoding="utf-8") as f:
                 f.write(line + "\n")
-        run = run_sweep(spec, out, workers=args.workers, quiet=args.quiet, verbose=args.verbose, fresh=args.fresh)
-    except (SweepError, ProofFileError, DataError, ModelError, InputError, OSError) as e:
+        run = run_sweep(spec, out, workers=args.workers, quiet=args.quiet, verbose=args.verbose, fresh=args.fresh,
+                        scheduler=args.scheduler)
+    except (SweepError, ProofFileError, DataError, ModelError, InputError, OSError, ClusterError) as e:
         if args.debug:
             raise
         print(f"error: {e}", file=sys.stderr)
@@ -239,7 +241,10 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--float-engine", default="auto", choices=("auto", "numpy", "mpfr"),
                    help="floating-point engine (auto: numpy for named formats without softmax, else mpfr)")
     w.add_argument("--prec", type=int, default=128, help="starting ball precision after a softmax layer")
-    w.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    w.add_argument("--workers", type=int, default=1,
+                   help="run the points as tasks on an embedded Dask cluster of N worker processes (default 1)")
+    w.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run the points on an existing Dask scheduler (tcp://host:8786)")
     w.add_argument("--out", default=None, help="output directory (default sweeps/<proof name>)")
     w.add_argument("--fresh", action="store_true", help="recompute points already in the output directory")
     w.add_argument("--json", action="store_true", help="print the sweep document as JSON")

@@ -49,6 +49,7 @@ class Row:
 CHECKERS = ("pure", "fast")
 AUTO_FAST_MIN_EXAMPLES = 1000  # the library's ``checker="auto"``: fast from this many examples on
 AUTO_CHUNK_ABOVE, CHUNK_EXAMPLES = 50_000, 12_500  # larger datasets are written as version-2 chunks
+FORWARD_SHARD_MIN = 10_000  # with a Dask client, the forward pass is split in parts of at least this many examples
 
 
 def resolve_checker(checker: str, size: str) -> str:
@@ -100,13 +101,31 @@ def preferred_engine(theorem: str) -> Optional[str]:
     return engines.pop() if len(engines) == 1 else None
 
 
-def claimed_outputs(model, ds, backend: str = "auto") -> list:
+def claimed_outputs(model, ds, backend: str = "auto", client=None) -> list:
     """The producer's exact forward pass: one claimed output per example (decoded), or the
-    labels for an argmax model after softmax (the checker decides with certified intervals)."""
-    res = forward(model, ds.inputs, backend=backend)
+    labels for an argmax model after softmax (the checker decides with certified intervals).
+    With a Dask ``client`` the examples are split over its workers (examples are independent;
+    the model goes to each worker once)."""
+    if client is not None and len(ds.inputs) >= 2 * FORWARD_SHARD_MIN:
+        from distributed import wait
+
+        from .distributed.cluster import worker_count
+
+        k = min(worker_count(client), len(ds.inputs) // FORWARD_SHARD_MIN)
+        cuts = [len(ds.inputs) * i // k for i in range(k + 1)]
+        m = client.scatter(model, broadcast=True, hash=False)
+        futs = [client.submit(_outputs_of, m, ds.inputs[a:b], ds.labels[a:b], backend, pure=False)
+                for a, b in zip(cuts, cuts[1:])]
+        wait(futs)
+        return [o for f in futs for o in f.result()]
+    return _outputs_of(model, ds.inputs, ds.labels, backend)
+
+
+def _outputs_of(model, inputs, labels, backend: str) -> list:
+    res = forward(model, inputs, backend=backend)
     if res.exact:
         return [decode_output(model, o) for o in res.outputs]
-    return list(ds.labels) if model.decode == "argmax" else [None] * len(res.outputs)
+    return list(labels) if model.decode == "argmax" else [None] * len(res.outputs)
 
 
 def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_output: bool = False,
@@ -141,7 +160,7 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
         prog.stage(f"forward, {len(ds)} examples ({engine})",
                    f"{prefix}{what} forward pass on {len(ds)} examples (engine {engine}) ...")
         t1 = time.perf_counter()
-        outputs = claimed_outputs(model, ds, engine)
+        outputs = claimed_outputs(model, ds, engine, client)
         times["forward"] = time.perf_counter() - t1
         prog.stage("write", f"{prefix}{what} writing the certificate ...")
         m = measure(model)

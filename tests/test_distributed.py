@@ -185,3 +185,16 @@ def test_library_and_pipeline_shard_on_a_client(client, tmp_path):
     rows = certify_file(str(ROOT / "proofs" / "relu_interpolation.py"), out_dir=str(tmp_path), quiet=True,
                         only="steps", chunk_examples=100, workers=2)
     assert [r.verdict for r in rows] == ["CERTIFIED"] * 3 and "3 chunks in 3 shards on 2 workers" in rows[-1].message
+
+
+def test_the_producers_forward_pass_split_over_workers_gives_the_same_outputs(client, monkeypatch):
+    import exactmem as em
+    from exactmem import pipeline
+
+    data = em.sequences(N=40, n=4, d=3, C=3)
+    net = em.kajitsuka.next_token(data)
+    ds = net.dataset
+    alone = pipeline.claimed_outputs(net.model, ds, "compress")
+    monkeypatch.setattr(pipeline, "FORWARD_SHARD_MIN", 10)  # 40 examples: split over both workers
+    split = pipeline.claimed_outputs(net.model, ds, "compress", client)
+    assert split == alone and len(split) == 40

@@ -368,6 +368,12 @@ def test_two_workers_same_results(toy_proof, tmp_path):
     two = S.run_sweep(spec, str(tmp_path / "two"), workers=2, quiet=True)
     assert two.ran == 6 and not two.errors
     assert _results(S.sweep_document(one.records)) == _results(S.sweep_document(two.records))
+    # resume on Dask: a sweep stopped after part of its grid runs only the rest, same results
+    part = S.SweepSpec(toy_proof, params=[("k", [3])], models=("float", "arith"))
+    S.run_sweep(part, str(tmp_path / "resumed"), quiet=True)
+    resumed = S.run_sweep(spec, str(tmp_path / "resumed"), workers=2, quiet=True)
+    assert (resumed.ran, resumed.skipped) == (4, 2) and not resumed.errors
+    assert _results(S.sweep_document(one.records)) == _results(S.sweep_document(resumed.records))
 
 
 def test_plan_params_ranges_and_errors(toy_proof):

@@ -1,5 +1,5 @@
 """Running a sweep: every point of a spec not yet finished in the output directory, in this
-process or in a pool of worker processes; then ``sweep.json`` and the tables.
+process or as tasks on a Dask cluster; then ``sweep.json`` and the tables.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from .tables import write_tables as _write_tables
 
 
 def _worker(point, verbose):  # top-level for pickling
+    if _LIMITS is None:
+        _init_worker()
     return run_point(point, verbose)
 
 
@@ -47,9 +49,11 @@ class SweepRun:
 
 
 def run_sweep(spec: SweepSpec, out_dir: str, workers: int = 1, quiet: bool = False, verbose: bool = False,
-              fresh: bool = False, write_tables: bool = True) -> SweepRun:
+              fresh: bool = False, write_tables: bool = True, scheduler=None) -> SweepRun:
     """Run every point of ``spec`` not already finished in ``out_dir``; write ``sweep.json``
-    (all finished points of the directory) and the tables."""
+    (all finished points of the directory) and the tables. ``workers`` > 1 or ``scheduler``:
+    the points are Dask tasks (docs/scaling.md); each finished point is recorded at once, so an
+    interrupted sweep resumes where it stopped."""
     t_start = time.perf_counter()
     pts = plan(spec)
     os.makedirs(out_dir, exist_ok=True)
@@ -61,7 +65,7 @@ def run_sweep(spec: SweepSpec, out_dir: str, workers: int = 1, quiet: bool = Fal
     # quiet; --verbose prints from inside the points, so it gets plain lines (no bar to break)
     prog = Progress(len(todo), "sweep", "point", quiet=quiet, mode="plain" if verbose else None)
     prog.note(f"sweep: {len(pts)} points ({skipped} already in {out_dir}/{POINTS_FILE}, {len(todo)} to run"
-              + (f", {workers} workers" if workers > 1 else "") + ")")
+              + (f", {scheduler or f'{workers} Dask workers'}" if workers > 1 or scheduler else "") + ")")
     for p in todo:
         p["out_dir"] = out_dir
     errors: List[Dict[str, Any]] = []
@@ -78,24 +82,19 @@ def run_sweep(spec: SweepSpec, out_dir: str, workers: int = 1, quiet: bool = Fal
 
     order = sorted(todo, key=lambda p: -_cost_hint(p))
     try:
-        if workers <= 1 or len(todo) <= 1:
+        if (workers <= 1 and not scheduler) or len(todo) <= 1:
             for p in order:
                 prog.stage(f"{p['theorem']} {_slug(p)} seed {p['seed']} {p['task']}")
                 record(run_point(p, verbose))
-        else:
-            import concurrent.futures as cf
-            import multiprocessing as mp
+        else:  # points as Dask tasks: an embedded LocalCluster of `workers` processes, or a scheduler
+            from distributed import as_completed
 
-            ex = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                                        initializer=_init_worker)
-            try:
-                futs = [ex.submit(_worker, p, verbose) for p in order]
-                for f in cf.as_completed(futs):
+            from ..distributed.cluster import dask_client
+
+            with dask_client(workers, scheduler) as client:
+                futs = [client.submit(_worker, p, verbose, pure=False) for p in order]
+                for f in as_completed(futs):
                     record(f.result())
-            except BaseException:
-                ex.shutdown(wait=False, cancel_futures=True)
-                raise
-            ex.shutdown()
     finally:  # also after Ctrl-C: sweep.json and the tables hold every finished point
         prog.close()
         doc = sweep_document(done.values())
