@@ -33,7 +33,7 @@ sys.path.insert(0, ROOT)
 from exactmem.model import measure  # noqa: E402
 
 BEGIN, END = "<!-- kajitsuka-table:begin -->", "<!-- kajitsuka-table:end -->"
-NS = [10, 30, 100, 300, 1000, 3000, 10000]
+NS = [10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000]
 
 
 def _proof():
@@ -111,7 +111,7 @@ def plot(rows, path):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--write", action="store_true")
-    ap.add_argument("--max-n", type=int, default=10000)
+    ap.add_argument("--max-n", type=int, default=100000)
     a = ap.parse_args(argv)
     rows = []
     for N in [x for x in NS if x <= a.max_n]:
