@@ -107,8 +107,6 @@ def claimed_outputs(model, ds, backend: str = "auto", client=None) -> list:
     With a Dask ``client`` the examples are split over its workers (examples are independent;
     the model goes to each worker once)."""
     if client is not None and len(ds.inputs) >= 2 * FORWARD_SHARD_MIN:
-        from distributed import wait
-
         from .distributed.cluster import worker_count
 
         k = min(worker_count(client), len(ds.inputs) // FORWARD_SHARD_MIN)
@@ -116,7 +114,6 @@ def claimed_outputs(model, ds, backend: str = "auto", client=None) -> list:
         m = client.scatter(model, broadcast=True, hash=False)
         futs = [client.submit(_outputs_of, m, ds.inputs[a:b], ds.labels[a:b], backend, pure=False)
                 for a, b in zip(cuts, cuts[1:])]
-        wait(futs)
         return [o for f in futs for o in f.result()]
     return _outputs_of(model, ds.inputs, ds.labels, backend)
 

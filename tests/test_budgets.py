@@ -191,6 +191,15 @@ def _many_examples_doc(n):
     return cert(mdl, [[[k]] for k in range(n)], [[3 * k] for k in range(n)])
 
 
+def _planted(doc, examples):
+    """``doc`` with the labels (and claimed outputs) of ``examples`` set wrong, re-hashed."""
+    bad = json.loads(json.dumps(doc))
+    for e in examples:
+        bad["dataset"]["labels"][e] = bad["outputs"][e] = ["-1"]
+    bad["hash"] = canonical_hash(bad)
+    return bad
+
+
 def test_time_limit_stops_a_long_check_as_unknown():
     doc = _many_examples_doc(3000)
     assert check_certificate(doc).status == "CERTIFIED"

@@ -20,17 +20,9 @@ from exactmem.certificate.checker import MalformedCertificate, canonical_hash, c
 from exactmem.certificate.chunkfiles import chunk_reader
 from exactmem.certificate.fastcheck import check_certificate_fast
 from exactmem.certificate.writer import write_certificate
-from test_budgets import _many_examples_doc, _tied_softmax_doc
+from test_budgets import _many_examples_doc, _planted, _tied_softmax_doc
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _planted(doc, examples):
-    bad = json.loads(json.dumps(doc))
-    for e in examples:
-        bad["dataset"]["labels"][e] = bad["outputs"][e] = ["-1"]
-    bad["hash"] = canonical_hash(bad)
-    return bad
 
 
 def _check(path, fast=False, **kw):

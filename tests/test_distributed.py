@@ -24,7 +24,7 @@ from exactmem.certificate.checker import Verdict, canonical_hash, check_certific
 from exactmem.certificate.checker import combine_verdicts as combine
 from exactmem.distributed.check import check_sharded, shard_ranges
 from exactmem.distributed.cluster import ClusterError, dask_client
-from test_budgets import _many_examples_doc, _tied_softmax_doc
+from test_budgets import _many_examples_doc, _planted, _tied_softmax_doc
 from test_checker import attention, cert, head, model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,14 +40,6 @@ def _write(tmp_path, doc, name):
     p = tmp_path / name
     p.write_text(json.dumps(doc))
     return str(p)
-
-
-def _planted(doc, examples):
-    bad = json.loads(json.dumps(doc))
-    for e in examples:
-        bad["dataset"]["labels"][e] = bad["outputs"][e] = ["-1"]
-    bad["hash"] = canonical_hash(bad)
-    return bad
 
 
 def _same(a: Verdict, b: Verdict):

@@ -112,7 +112,7 @@ def exact_prefix(cert, x, stop: int, budget: Budget):
             g = gcd(D, *chain.from_iterable(cols))
             if g > 1:
                 cols, D = [[v // g for v in c] for c in cols], D // g
-        budget.value(max(D.bit_length(), *(v.bit_length() for v in chain.from_iterable(cols))),
+        budget.value(max(map(int.bit_length, chain((D,), chain.from_iterable(cols)))),
                      f"the output of model.layers[{i}]")
     return cols, D
 

@@ -93,7 +93,7 @@ def write_certificate(doc: Dict[str, Any], path: str, chunk_examples: Optional[i
     main document with its SHA-256: a version-2 certificate (``docs/certificate.md``)."""
     if chunk_examples is not None and len(doc["dataset"]["inputs"]) > chunk_examples:
         doc = _write_chunks(doc, path, chunk_examples)
-    _write_atomic(_encode(doc, path.endswith(".gz")), path)
+    write_bytes_atomic(_encode(doc, path.endswith(".gz")), path)
     return path
 
 
@@ -114,14 +114,15 @@ def _write_chunks(doc: Dict[str, Any], path: str, k: int) -> Dict[str, Any]:
                 "outputs": outs[lo:lo + k]}
         data = _encode(body, gz)
         name = f"{stem}.chunk{i:05d}.json" + (".gz" if gz else "")
-        _write_atomic(data, os.path.join(os.path.dirname(os.path.abspath(path)), name))
+        write_bytes_atomic(data, os.path.join(os.path.dirname(os.path.abspath(path)), name))
         chunks.append({"file": name, "sha256": hashlib.sha256(data).hexdigest(), "examples": len(body["inputs"])})
     new = {**doc, "version": 2, "dataset": {"chunks": chunks}, "outputs": None}
     new["hash"] = canonical_hash(new)
     return new
 
 
-def _write_atomic(data: bytes, path: str) -> None:
+def write_bytes_atomic(data: bytes, path: str) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename: never a partial file."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".partial-", suffix=".tmp")

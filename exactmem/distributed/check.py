@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from fractions import Fraction
 from typing import Callable, List, Optional, Tuple
 
@@ -97,9 +98,7 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
         futures = {}
         for i, (lo, hi) in enumerate(ranges):
             left = None if budget.deadline is None else Fraction(max(1, budget.deadline - time.monotonic_ns()), 10 ** 9)
-            shard_limits = Limits(max_digits=budget.limits.max_digits, max_bytes=budget.limits.max_bytes,
-                                  max_precision=budget.limits.max_precision,
-                                  max_value_bits=budget.limits.max_value_bits, time_limit=left)
+            shard_limits = replace(budget.limits, time_limit=left)  # what is left of the verifier's time
             # a version-2 chunk goes to the worker that checks it, and to no other
             chunk = () if cert.chunks is None else (groups[i], [c.scatter(read_chunk(cert.chunks[k][0]), hash=False)
                                                                for k in groups[i]])

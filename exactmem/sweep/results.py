@@ -9,6 +9,7 @@ import json
 import os
 from typing import Any, Dict, Iterable, List, Sequence
 
+from ..certificate.writer import write_bytes_atomic
 from .spec import TASKS
 
 FORMAT = "exactmem-sweep"
@@ -84,20 +85,7 @@ def sweep_document(records: Iterable[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def write_json_atomic(path: str, doc: Any) -> None:
-    import tempfile
-
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".partial-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_bytes_atomic((json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8"), path)
 
 
 def summarize_record(rec: Dict[str, Any]) -> str:
@@ -122,11 +110,7 @@ def summarize_record(rec: Dict[str, Any]) -> str:
 
 
 def write_text_atomic(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".partial"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    write_bytes_atomic(text.encode("utf-8"), path)
 
 
 def load_sweep(path: str) -> Dict[str, Any]:
