@@ -1,4 +1,5 @@
-"""Kajitsuka & Sato Lemma B.2 as printed: REFUTED by design (docs/errata.md).
+"""Kajitsuka & Sato Lemma B.2: the proof's recipe REFUTED by design, the statement CERTIFIED
+with the witness f the tool finds (docs/errata.md).
 
 The theorems live in the package, in ``exactmem/proofs/kajitsuka_errata.py`` (module
 ``exactmem.proofs.kajitsuka_errata``), so an installed exactmem certifies the same claims; this file

@@ -254,6 +254,57 @@ def test_next_token_chain_and_min_W():
     assert min_W_next_token_report(10 ** 6).ok
 
 
+# ----------------------------------------------------- vacuous bounds (issue 15, item 5)
+
+def test_smallest_architecture_has_W_10_under_both_conventions():
+    """Every shape of eq. (4) on a grid has at least the W of d=m=s=H=q=L=1, which is 10."""
+    from exactmem.bounds.arch import smallest_W
+
+    assert smallest_W("paper") == smallest_W("exact") == 10
+    for conv in ("paper", "exact"):
+        assert min(Architecture(*dims).W(conv) for dims in product((1, 2), repeat=6)) == 10
+    assert Family().smallest_W() == 10 and Family(m=(2,), q=(3,)).smallest_W() == Architecture(1, 2, 1, 1, 3, 1).W()
+
+
+def test_min_W_report_says_when_96_is_vacuous():
+    """Thm B.3 at n = 1, N = 100 allows W = 1 < 10: the report says the bound rules out nothing;
+    the switch from vacuous to informative is exactly where (96) first fails at W = 10."""
+    from exactmem.bounds.seq2seq import admissible
+
+    rep = min_W_report(1, 100)
+    assert rep.ok and rep.results["min W (96)"] == 1
+    vac = rep.steps[-1]
+    assert (vac.eq, vac.lhs, vac.rel, vac.rhs, vac.status) == ("(92)", 1, "<=", 10, HOLDS) and "VACUOUS" in vac.claim
+    assert rep.results["(96) vacuous (rules out no architecture)"] is True
+    assert rep.results["min W (90) over family"] == 10  # the family's smallest member: (90) is vacuous too
+    assert rep.results["(90) vacuous as a lower bound on W (its minimum is the family's smallest W)"] is True
+    assert min_W_report(8, 1000, sharp=False).results["(96) vacuous (rules out no architecture)"] is True  # W = 7
+    informative = min_W_report(64, 10 ** 4)
+    assert informative.steps[-1].rel == ">" and informative.steps[-1].lhs == 52
+    assert informative.results["(90) vacuous as a lower bound on W (its minimum is the family's smallest W)"] is False
+    lo, hi = 1, 10 ** 6  # largest nN where W = 10 is admissible: (96) vacuous up to it, informative after
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if admissible(10, 1, mid) else (lo, mid)
+    assert min_W(1, lo).W == 10 and min_W(1, lo + 1).W == 11
+    key = "(96) vacuous (rules out no architecture)"
+    assert min_W_report(1, lo, sharp=False).results[key] and not min_W_report(1, lo + 1, sharp=False).results[key]
+
+
+def test_cli_minw_and_next_token_flag_vacuous_bounds(capsys):
+    import json
+
+    assert main(["bounds", "minw", "--n", "1", "--N", "100", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)[0]
+    assert rep["results"]["min W (96)"] == 1
+    assert rep["results"]["smallest architecture (d=m=s=H=q=L=1), W by eq. (92)"] == 10
+    assert [(s["lhs"], s["rel"], s["rhs"], s["status"]) for s in rep["steps"] if s["eq"] == "(92)"] == [
+        ("1", "<=", "10", HOLDS)]
+    assert main(["bounds", "next-token", "--N", "1000", "--json"]) == 0
+    steps = json.loads(capsys.readouterr().out)[0]["steps"]
+    assert [(s["lhs"], s["rel"], s["rhs"]) for s in steps] == [("19", ">", "10"), ("9", "<=", "10")]  # GJ: vacuous
+
+
 # -------------------------------------------------------------------------- bits
 
 def test_rational_bit_counts():

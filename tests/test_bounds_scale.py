@@ -193,7 +193,8 @@ def test_next_token_report_at_scale_shows_both_sides():
     assert rep.ok and not any(s.eq == "scan" for s in rep.steps)
     assert rep.results["minimal parameter count for N"] == 11861907
     verdicts = [s for s in rep.steps if s.kind == "verdict"]
-    assert [s.status for s in verdicts] == [HOLDS] * 4
+    assert [s.status for s in verdicts] == [HOLDS] * 6
+    assert [(s.lhs, s.rel, s.rhs) for s in verdicts[-2:]] == [(11861907, ">", 10), (9128709, ">", 10)]  # not vacuous
 
 
 # ------------------------------------------------------- sharp minimum: search == scan
@@ -234,7 +235,8 @@ def test_sharp_minimum_at_scale_is_verified_at_L_and_L_minus_1(n, N):
 
 def test_min_W_report_at_the_largest_scale():
     rep = min_W_report(10 ** 6, 10 ** 15)
-    assert rep.ok and [s.eq for s in rep.steps] == ["(96)", "(96)"]
+    assert rep.ok and [s.eq for s in rep.steps] == ["(96)", "(96)", "(92)"]
+    assert rep.results["(96) vacuous (rules out no architecture)"] is False
     assert rep.results["min W (96)"] == min_W(10 ** 6, 10 ** 15).W
 
 

@@ -167,6 +167,18 @@ def test_corollary1_d2_dh3_rank_bound_bites():
         dana.build_association(table, 2, 3, 2)
 
 
+def test_experiment6_accuracy_one_is_beyond_the_proof():
+    """Erratum 1 on the paper's own Experiment 6 (App. B: N = 10, S = 2, d = 2, d_h = 5, H = 20,
+    "exactly 1 accuracy"): Corollary 2 as printed gives φ(102) = 1, but rank F ≤ 42, so the
+    proof supports φ(42) = 1/10 + (9/10)·42/100 = 239/500; the drawn design attains rank 42."""
+    f = dana.experiment6_facts(seed=0)
+    assert (f["T0"], f["paper_X"], f["paper_accuracy"]) == (100, 102, 1)
+    assert f["rank_bound"] == f["rows_A_prime"] == f["rank_A_prime"] == f["rank_F"] == 42
+    assert f["proof_accuracy"] == Fraction(239, 500) == Fraction(1, 10) + Fraction(9, 10) * Fraction(42, 100)
+    with pytest.raises(dana.RankDeficient, match=r"rank bound d \+ H·min\(d_h, d\) = 42"):
+        dana.build_association(random_table(10, 2, seed=0), 2, 5, 20)  # all 100 bigrams
+
+
 def test_block_diagonal_value_step_fails():
     f = dana.block_diagonal_instance(seed=0)
     assert f["rank_A_prime"] == f["T0"] == 7

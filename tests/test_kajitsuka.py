@@ -282,8 +282,11 @@ def test_planted_uniform_to_nonzero_hardmax_is_refuted():
 
 def test_lemma_b2_shift_as_printed_is_refuted_and_repair_certifies(tmp_path):
     rows = certify_file(os.path.join(ROOT, "proofs", "kajitsuka_errata.py"), out_dir=str(tmp_path), quiet=True)
-    assert [r.verdict for r in rows] == ["REFUTED"]
+    assert [(r.theorem, r.verdict) for r in rows] == [("kajitsuka_errata.b2_proof_recipe_as_printed", "REFUTED"),
+                                                      ("kajitsuka_errata.b2_statement_holds", "CERTIFIED")]
     assert rows[0].witness == {"example": 1, "expected": ["1"], "got": ["0"], "reason": "label"}
+    assert rows[0].info["Lemma B.2 conclusion holds for f"] is False
+    assert rows[1].info["f on (x, y)"] == (1, 2) and rows[1].instance == "N2-n3-S2-f(1,2)"
     f, c = kajitsuka.paper_shifted_weights((F(0), F(-1)), 2)
     assert (f, c) == ([28, 14], 28)  # h = (0, −14): sums −28 vs 0 before the shift, 28 = 28 after
     # the same data with exactmem's verified weights is memorized
@@ -296,6 +299,32 @@ def test_lemma_b2_shift_as_printed_is_refuted_and_repair_certifies(tmp_path):
         tokens, _ = data.token_index()
         ids = {t[0]: j for j, t in enumerate(tokens)}
         kajitsuka.build(data, witnesses=[ids[1], ids[2]], weights={ids[1]: 28, ids[2]: 14})
+
+
+def test_lemma_b2_statement_holds_where_the_recipe_fails():
+    """Lemma B.2, eq. (16): on the errata instance the recipe's f = (28, 14) gives equal sums,
+    while the f found by exact search satisfies the conclusion — re-checked here from the
+    definitions with integers only (π between two rationals), independently of lemma_b2_holds."""
+    from exactmem.proofs.kajitsuka_errata import b2_witness, restricted_multisets
+
+    ms, A = restricted_multisets()
+    assert [dict(m) for m in ms] == [{A[1]: 2}, {A[0]: 1}]  # {y, y} and {x}
+    f = b2_witness()
+    assert f == (1, 2)
+    N, S, M = 2, 2, 2
+    pi_lo, pi_hi = F(314159, 100000), F(314160, 100000)
+    a = [sum(c * dict(zip(A, f))[t] for t, c in m.items()) for m in ms]
+    assert a == [4, 1]
+    assert (a[0] - a[1]) ** 2 >= S  # |a_0 − a_1| ≥ √|S|
+    assert all(x * x <= 16 * M * M * N ** 4 * S * S * pi_lo for x in a)  # |a_i| ≤ 4MN²|S|√π
+    assert all(1 <= v and (v - 1) ** 2 < 16 * N ** 4 * S * S * pi_lo for v in f)  # f(x) ≤ ⌈4N²|S|√π⌉ = 57
+    assert kajitsuka.lemma_b2_holds(ms, dict(zip(A, f)))
+    # the search is exact: every candidate before it fails, and the range test sits at ⌈32√π⌉ = 57
+    assert not kajitsuka.lemma_b2_holds(ms, dict(zip(A, (1, 1))))  # sums 2 and 1: gap 1 < √2
+    assert not kajitsuka.lemma_b2_holds(ms, dict(zip(A, (28, 14))))  # the recipe: sums 28 and 28
+    assert 56 ** 2 < 16 * N ** 4 * S * S * pi_lo and 57 ** 2 > 16 * N ** 4 * S * S * pi_hi
+    assert kajitsuka.lemma_b2_holds(ms, dict(zip(A, (57, 1))))
+    assert not kajitsuka.lemma_b2_holds(ms, dict(zip(A, (58, 1))))
 
 
 def test_log2_enclosure_for_huge_rationals_brackets_the_exact_value(monkeypatch):

@@ -188,3 +188,15 @@ def parse_count(name: str, text) -> int:
     except ValueError:
         raise BoundsInputError(f"{name} must be a positive integer (like 1000, 10^6, 1e6), got {text!r}") from None
     return check_positive_int(name, val)
+
+
+SMALLEST_LABEL = "d=m=s=H=q=L=1"
+
+
+def smallest_W(convention: str = "paper") -> int:
+    """W of the smallest architecture of eq. (4), d = m = s = H = q = L = 1: 10 under eq. (92)
+    (md + L[4msH + 2(m+1)q] + md) and under the exact count (md + L[4msH + 2mq + q + m] + m).
+    Both counts are sums of products of the dimensions with positive coefficients, hence
+    increasing in each dimension (all ≥ 1): no Transformer of the family has fewer parameters,
+    so a lower bound W ≥ W_min with W_min ≤ this number rules out nothing (it is vacuous)."""
+    return Architecture(1, 1, 1, 1, 1, 1).W(convention)

@@ -179,12 +179,13 @@ def _run(args) -> int:
             raise BoundsInputError("chain needs --arch d=…,m=…,s=…,H=…,q=…,L=…")
         return _emit(args, [chain(_arch(args.arch), _int("n", args.n), _int("N", args.N), args.convention)])
     if a == "next-token":
-        from .next_token import algorithm_bound_report, min_W_next_token, next_token_chain, reduction_report
+        from .next_token import (algorithm_bound_report, min_W_next_token, next_token_chain, reduction_report,
+                                 vacuity_steps)
         from .report import Report
 
         N = _int("N", args.N)
         mw = min_W_next_token(N)
-        r0 = Report(f"Theorem B.2 minimal W: N={N}")
+        r0 = Report(f"Theorem B.2 minimal W: N={N}", vacuity_steps(mw))
         r0.results.update({"min W, sign-count bound N ≤ (W + W²/8)·log2(48e·N) (derived)": mw.sign_count,
                            "min W, GJ algorithm bound N ≤ 12W² + 20W (restated)": mw.algorithm,
                            "minimal parameter count (the larger)": mw.best})

@@ -108,6 +108,18 @@ def check(eq: str, claim: str, lhs, rel: str, rhs, kind: str = "inequality", not
     return Step(eq, claim, lv, rel, rv, st, kind, note, repair_if_fails if st == FAILS else "", bits)
 
 
+def vacuity_step(eq: str, what: str, W: int, W0: int, smallest: str) -> Step:
+    """Is the lower bound ``W ≥ W_min`` informative? Every architecture of the family counted
+    has at least ``W0`` parameters (``arch.smallest_W``: the one named ``smallest``), so
+    W_min ≤ W0 rules out no architecture: the bound is vacuous there. An exact integer
+    comparison, shown either way."""
+    if W <= W0:
+        return check(eq, f"{what} = {W} ≤ {W0}, the W of the smallest architecture ({smallest}): "
+                         f"VACUOUS, the bound rules out no architecture", W, "<=", W0, "verdict")
+    return check(eq, f"{what} = {W} > {W0}, the W of the smallest architecture ({smallest}): "
+                     f"the bound rules out every architecture with fewer than {W} parameters", W, ">", W0, "verdict")
+
+
 @dataclass
 class Report:
     """A titled list of steps plus named results (verdicts, minimal counts)."""
@@ -190,4 +202,4 @@ class Report:
         return "\n".join(lines)
 
 
-__all__ = ["Step", "Report", "check", "HOLDS", "FAILS", "UNDECIDED"]
+__all__ = ["Step", "Report", "check", "vacuity_step", "HOLDS", "FAILS", "UNDECIDED"]

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Iterable, List, Optional, Tuple
 
-from .arch import Architecture, check_convention, check_positive_int
+from .arch import SMALLEST_LABEL, Architecture, check_convention, check_positive_int, smallest_W
 from .bookkeeping import PAPER, Bookkeeping
 from .counting import amgm_is_equality, amgm_log2, product_log2, total_weight
 from ..enclosure import FAILS, HOLDS, Interval, decide, e_interval, log2_times_e
-from .report import Report, Step, check
+from .report import Report, Step, check, vacuity_step
 from .search import ceil_sqrt, least_in_bracket
 from .sharp import (Family, SharpMin, factors, min_L_not_ruled_out, min_W_sharp, product_log2_sharp,  # noqa: F401
                     ruled_out_sharp, sharp_bound_at)
@@ -290,9 +290,11 @@ def simplification_cost(n: int, N: int, family: Family = Family(), convention: s
 
 def min_W_report(n: int, N: int, sharp: bool = True, family: Family = Family()) -> Report:
     """The verdict of Theorem B.3 for (n, N): the smallest W with nN ≤ 9W²·log2(48e·nN),
-    both sides shown at W_min (holds) and at W_min − 1 (fails), and (``sharp``) the
-    unsimplified counterpart over ``family``. (The brute-force scan over W that used to
-    cross-check the minimum here is a test now: ``tests/test_bounds_scale.py``.)"""
+    both sides shown at W_min (holds) and at W_min − 1 (fails), whether W_min exceeds the
+    W = 10 of the smallest architecture under eq. (92) (else the bound is vacuous), and
+    (``sharp``) the unsimplified counterpart over ``family``, with the same test against the
+    family's smallest member. (The brute-force scan over W that used to cross-check the
+    minimum here is a test now: ``tests/test_bounds_scale.py``.)"""
     mw = min_W(n, N)
     W = mw.W
     rep = Report(f"Theorem B.3 minimal W: n={n}, N={N} (nN = {n * N})")
@@ -301,12 +303,21 @@ def min_W_report(n: int, N: int, sharp: bool = True, family: Family = Family()) 
     if W > 1:
         rep.add(check("(96)", f"at W = {W - 1}: nN > 9W²·log2(48e·nN) (so no smaller W is allowed)", n * N, ">",
                       rhs(W - 1), "verdict"))
-    rep.results["min W (96)"] = W
+    W0 = smallest_W("paper")
+    rep.add(vacuity_step("(92)", "min W (96)", W, W0, SMALLEST_LABEL))
+    rep.results.update({"min W (96)": W, f"smallest architecture ({SMALLEST_LABEL}), W by eq. (92)": W0,
+                        "(96) vacuous (rules out no architecture)": W <= W0})
+    if W <= W0:
+        rep.notes.append(f"(96) is vacuous at nN = {n * N}: it allows W = {W}, but the smallest architecture "
+                         f"of eq. (4) ({SMALLEST_LABEL}) already has W = {W0} parameters by eq. (92).")
     if sharp:
         sm = min_W_sharp(n, N, family)
+        F0 = family.smallest_W("paper")
         rep.results.update({"min W (90) over family": sm.W, "attained by": sm.arch.label(),
                             "log2 bound (90) there": sm.log2_bound,
-                            "ratio min W (90) / min W (96)": Fraction(sm.W, W), "family": sm.family})
+                            "ratio min W (90) / min W (96)": Fraction(sm.W, W), "family": sm.family,
+                            "(90) vacuous as a lower bound on W (its minimum is the family's smallest W)":
+                                sm.W <= F0})
         _, _, P, _ = decide(0, "<=", lambda b: 9 * sm.W * sm.W * log2_times_e(48 * n * N, b))
         rep.results["capacity ratio 9W²log2(48e·nN) / log2 Π at that architecture"] = P.lo / sm.log2_bound.hi
     return rep

@@ -135,6 +135,10 @@ class Family:
     def shapes(self):
         return iproduct(self.d, self.m, self.s, self.H, self.q)
 
+    def smallest_W(self, convention: str = "paper") -> int:
+        """The fewest parameters of a family member: W is increasing in L, so over the shapes at L = 1."""
+        return min(Architecture(*shape, 1).W(convention) for shape in self.shapes())
+
     def describe(self) -> str:
         return (f"d∈{list(self.d)}, m∈{list(self.m)}, s∈{list(self.s)}, H∈{list(self.H)}, "
                 f"q∈{list(self.q)}, any L ≥ 1")

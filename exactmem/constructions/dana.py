@@ -1353,6 +1353,30 @@ def corollary1_small_d_facts(N: int, S: int, d: int, dh: int, H: int, seed: int 
             "rank_bound": bound, "obstruction_sequences": sub, "obstruction_features": Acols, "obstruction": ob}
 
 
+def experiment6_facts(seed: int = 0) -> Dict[str, object]:
+    """The paper's own Experiment 6 (App. B): N = 10, S = 2, d = 2, d_h = 5, H = 1…20, uniform
+    prior over the N^S = 100 bigrams; "Corollary 2 states that with H = 20, the model should be
+    able to obtain exactly 1 accuracy". Corollary 2's φ(X) at X = H·d_h + d = 102 ≥ 100 is 1,
+    but the proof's features give rank F ≤ d + H·min(d_h, d) = 42 (W_V^h A^h(t) with
+    A^h(t) ∈ R²), so the proof supports φ(42) = 239/500 only.
+
+    Returns those numbers and, for a seeded mode-(a) design (exact base-2 softmax, full W_QK),
+    the exact ranks of F = [x(t,2); W_V^h A^h(t)] (102 rows) and of A′ = [x(t,2); A^h(t)]
+    (42 rows) on all 100 bigrams: the design reaches the bound, and the proof's linear solve
+    E(t) = W_O W_V A′(t) for T0 targets needs rank F = T0."""
+    N, S, d, dh, H = 10, 2, 2, 5, 20
+    T = N ** S
+    design = choose_design(N, S, d, dh, H, "base2", "random", seed)  # full-rank W_QK: rank A′ reaches the bound
+    seqs = all_sequences_of(N, S)
+    bound = rank_bound(d, dh, H)
+    A = attention_columns_exact(design, seqs)
+    return {"design": design, "T0": T, "paper_X": capacity(d, dh, H),
+            "paper_accuracy": corollary2_accuracy(capacity(d, dh, H), T, N), "rank_bound": bound,
+            "rows_A_prime": len(A[0]), "rank_A_prime": exact_rank_columns(A),
+            "rank_F": exact_rank_columns(feature_columns_exact(design, seqs)),
+            "proof_accuracy": corollary2_accuracy(bound, T, N)}
+
+
 def block_diagonal_instance(seed: int = 0, tries: int = 50) -> Dict[str, object]:
     """Note §3.6 / §7.3: rank A′ = T0 does not give rank W_V A′ = T0 for block-diagonal W_V.
 

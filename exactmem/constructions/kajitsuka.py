@@ -140,6 +140,59 @@ def paper_shifted_weights(v: Sequence[Fraction], n_multisets: int) -> Tuple[List
     return [x + c for x in h], c
 
 
+def _le_times_pi(a: Fraction, k: Fraction) -> bool:
+    """a ≤ k·π for rationals a and k > 0, decided with π's enclosure (never equal: π is
+    irrational); raises if the enclosure is too wide to decide."""
+    if a <= k * E.PI.lo:
+        return True
+    if a >= k * E.PI.hi:
+        return False
+    raise ConstructionError(f"Lemma B.2: π's enclosure cannot decide {a} ≤ {k}·π")
+
+
+def lemma_b2_holds(multisets: Sequence[Counter], f: Dict[int, int]) -> bool:
+    """Lemma B.2's conclusion for f on S = ∪ supp m⁽ⁱ⁾, decided exactly (squares; π enclosed):
+    f(x) ∈ [⌈4N²|S|√π⌉] for x ∈ S (eq. (16)), and the sums a_i = Σ m⁽ⁱ⁾(x) f(x) are
+    (4MN²|S|√π, √|S|)-separated with M = max_i |m⁽ⁱ⁾| — read with distinct sums for distinct
+    multisets (|a_i − a_j| ≥ √|S| for i ≠ j), as eq. (25) proves and Lemma B.3 needs; the
+    literal definition before the lemma exempts equal sums. The multisets must be distinct."""
+    if len({tuple(sorted(m.items())) for m in multisets}) != len(multisets):
+        raise DataError("Lemma B.2 is about distinct multisets")
+    S = set().union(*(set(m) for m in multisets)) if multisets else set()
+    N, k, M = len(multisets), len(S), max((sum(m.values()) for m in multisets), default=0)
+    if set(f) != S:
+        raise DataError("f must be defined exactly on S, the union of the supports")
+    if any(v < 1 or not _le_times_pi(Fraction((v - 1) ** 2), Fraction(16 * N ** 4 * k * k)) for v in f.values()):
+        return False  # f(x) − 1 < 4N²|S|√π ⇔ f(x) ≤ ⌈4N²|S|√π⌉
+    a = weighted_counts(multisets, f)
+    if not all(_le_times_pi(Fraction(x * x), Fraction(16 * M * M * N ** 4 * k * k)) for x in a):
+        return False
+    return all((a[i] - a[j]) ** 2 >= k for i in range(N) for j in range(i))
+
+
+def lemma_b2_witness(multisets: Sequence[Counter], order: Sequence[int], max_candidates: int = 10 ** 6
+                     ) -> Tuple[int, ...]:
+    """An f satisfying :func:`lemma_b2_holds`, found by exhaustive search: the first tuple
+    (f(order[0]), f(order[1]), …) in the order of increasing max f(x), then lexicographic.
+    For tiny instances (the errata); ``max_candidates`` bounds the work."""
+    from itertools import product
+
+    N, k = len(multisets), len(order)
+    bound = 4 * N ** 2 * k * E.sqrt(E.PI).hi
+    top = -((-bound.numerator) // bound.denominator)  # ≥ ⌈4N²|S|√π⌉: larger values fail the range test
+    tried = 0
+    for high in range(1, top + 1):
+        for t in product(range(1, high + 1), repeat=k):
+            if max(t) != high:
+                continue
+            tried += 1
+            if tried > max_candidates:
+                raise ConstructionError(f"Lemma B.2: no witness among the first {max_candidates} candidates")
+            if lemma_b2_holds(multisets, dict(zip(order, t))):
+                return t
+    raise ConstructionError("Lemma B.2: no f in the lemma's range satisfies its conclusion")
+
+
 # ----------------------------------------------------------------------------- the Transformer
 
 

@@ -14,7 +14,8 @@ directory) loads the packaged module directly.
 
 Modules: ``kajitsuka``, ``vardi``, ``mahdavi``, ``dana``, ``relu_interpolation`` (theorems
 that are certified), ``kajitsuka_errata``, ``vardi_errata`` (literal readings the checker
-refutes, ``docs/errata.md``) and ``lower_bounds`` (``python -m exactmem bounds run``).
+refutes, ``docs/errata.md``; ``kajitsuka_errata`` also certifies Lemma B.2's statement with
+the witness f the tool finds) and ``lower_bounds`` (``python -m exactmem bounds run``).
 Nothing is imported here: each module loads its constructions only when asked for.
 """
 
