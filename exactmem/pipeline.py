@@ -175,9 +175,10 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
         prog.stage(f"check ({checker})", f"{prefix}{what} checking {path} ({checker} checker) ...")
         t2 = time.perf_counter()
         if client is not None:
-            from .distributed.check import check_sharded
+            from .distributed.check import check_sharded, worker_status
 
-            verdict: Verdict = check_sharded(path, client=client, engine=checker)
+            verdict: Verdict = check_sharded(path, client=client, engine=checker,
+                                             on_workers=lambda st: prog.status(f"check: {worker_status(st)}"))
         else:
             verdict = check(load_certificate(path), read_chunk=chunk_reader(os.path.dirname(os.path.abspath(path))))
         times["check"] = time.perf_counter() - t2

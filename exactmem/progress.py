@@ -82,6 +82,7 @@ class Progress:
         self.total, self.desc, self.unit, self.interval = total, desc, unit, interval
         self.done = 0
         self.start = self._last_line = time.perf_counter()
+        self._last_status = self.start - interval  # the first status line is printed at once
         self._stage: Optional[str] = None
         self._stage_start = self.start
         self._lock = threading.RLock()
@@ -109,6 +110,18 @@ class Progress:
                 self._line(line)
             elif self._bar is not None:
                 self._postfix()
+
+    def status(self, text: str) -> None:
+        """A running status that changes often (e.g. the per-worker progress of a Dask check): the
+        bar's postfix, keeping the stage's clock; in plain mode a line at most every ``interval``
+        seconds."""
+        with self._lock:
+            if self._bar is not None:
+                self._stage = text
+                self._postfix()
+            elif self.mode == "plain" and time.perf_counter() - self._last_status >= self.interval:
+                self._last_status = time.perf_counter()
+                self._line(text)
 
     def describe(self, desc: str) -> None:
         """Change the bar's description (e.g. the current instance); plain mode: nothing."""

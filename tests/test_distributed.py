@@ -190,3 +190,28 @@ def test_the_producers_forward_pass_split_over_workers_gives_the_same_outputs(cl
     monkeypatch.setattr(pipeline, "FORWARD_SHARD_MIN", 10)  # 40 examples: split over both workers
     split = pipeline.claimed_outputs(net.model, ds, "compress", client)
     assert split == alone and len(split) == 40
+
+
+def test_per_worker_progress_reaches_the_caller(client, tmp_path):
+    """Each worker reports which shard it checks and how far it got (Dask events); the verdict
+    does not depend on whether anyone listens."""
+    from exactmem.distributed.check import worker_status
+
+    doc = _many_examples_doc(800)
+    path = _write(tmp_path, doc, "progress.json")
+    for engine, unit in (("fast", "layers"), ("pure", "shard")):
+        seen = []
+        v = check_sharded(path, client=client, engine=engine, shards=4, on_workers=lambda st: seen.append(dict(st)))
+        _same(v, check_certificate(doc))
+        deadline = time.monotonic() + 10  # events travel through the scheduler: allow them to arrive
+        while time.monotonic() < deadline and not (seen and len(seen[-1]) == 2):
+            time.sleep(0.05)
+        last = seen[-1]
+        assert len(last) == 2, seen  # both workers reported
+        assert {m["unit"] for m in last.values()} == {unit}
+        assert all(0 <= m["lo"] < m["hi"] <= 800 and m["done"] <= m["total"] for m in last.values())
+        line = worker_status(last)
+        assert line.count("worker ") == 2 and "examples " in line
+    assert worker_status({"tcp://10.0.0.1:4000": {"lo": 0, "hi": 50, "done": 7, "total": 20, "unit": "layers"},
+                          "1": {"lo": 50, "hi": 100, "done": 1, "total": 1, "unit": "shard"}}) == (
+        "worker 1: examples 50-99, done; worker 10.0.0.1:4000: examples 0-49, layer 7/20")

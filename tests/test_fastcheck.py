@@ -24,6 +24,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 small = st.fractions(min_value=-3, max_value=3, max_denominator=4)
 ints = st.integers(-3, 3).map(F)
+# equal magnitudes of both signs: both engines add inputs with coefficient ±a before one multiplication
+paired = st.sampled_from([F(1), F(-1), F(2), F(-2), F(2 ** 80), F(-(2 ** 80)), F(0)])
 
 
 def _mat(r, c, el):
@@ -34,8 +36,8 @@ def _mat(r, c, el):
 def token_wise_model_and_data(draw):
     """Random affine/feedforward stacks, vector or token input, few distinct tokens (so the
     column compression merges), occasional huge weights (the object-integer path)."""
-    el = draw(st.sampled_from([small, ints, st.sampled_from([F(0), F(1), F(-1), F(2 ** 70), F(-(3 ** 45)),
-                                                             F(1, 3 ** 60), F(-5, 2 ** 100)])]))
+    el = draw(st.sampled_from([small, ints, paired, st.sampled_from([F(0), F(1), F(-1), F(2 ** 70), F(-(3 ** 45)),
+                                                                     F(1, 3 ** 60), F(-5, 2 ** 100)])]))
     tokens = draw(st.booleans())
     if tokens:
         vocab, m = draw(st.integers(1, 4)), draw(st.integers(1, 3))
@@ -120,6 +122,30 @@ def test_big_weights_and_shared_values():
                                           "reason": "outputs"}
 
 
+def test_doubling_gadget_with_paired_big_coefficients():
+    """The bit-extraction step U' = 2U − 2^M (s₁ − s₂), s₁,₂ = σ(U − 2^(M−1) (+1)), on many distinct
+    M-bit words (object integers): both engines group the ±2^M terms; a planted lie is found."""
+    M = 200
+    step = [[2, -(2 ** M), 2 ** M], [2, -(2 ** M), 2 ** M], [2, -(2 ** M), 2 ** M]]
+    bias = [0, 1 - 2 ** (M - 1), -(2 ** (M - 1))]
+    layers = [affine([[1], [1], [1]], bias, True)] + [affine(step, bias, True) for _ in range(6)] + [
+        affine([[1, 0, 0]], None, False)]
+    mdl = model(layers, dim=1)
+    words = [(7 ** k * 3 ** (k % 5) + k) % 2 ** M for k in range(60)]
+    seqs = [[[w]] for w in words]
+    outs = [ref_answer(mdl, s) for s in seqs]
+    assert outs[5] == [F(words[5] * 2 ** 6 % 2 ** M)]  # six left rotations' worth of doubling, top bits dropped
+    doc = cert(mdl, seqs, outs)
+    assert _same_fast(doc).status == "CERTIFIED"
+    doc["outputs"][33] = [str(outs[33][0] + 1)]
+    assert _same_fast(rehash(doc)).witness["example"] == 33
+    X = ScaledInts([words], 1)
+    raw = [([[1], [1], [1]], bias, True)] + [(step, bias, True)] * 6 + [([[1, 0, 0]], [0], False)]
+    steps = [AffineStep.make([[F(x) for x in r] for r in W], [F(x) for x in b], [relu] * len(W)) for W, b, relu in raw]
+    assert run_stack(steps, X, backend="compress").out.to_fractions() == run_stack(steps, X,
+                                                                                   backend="fraction").out.to_fractions()
+
+
 def test_cli_check_engine_fast(tmp_path):
     mdl = model([affine([[2]], [1], True)], dim=1)
     seqs = [[[1]], [[2]]]
@@ -137,7 +163,7 @@ def test_cli_check_engine_fast(tmp_path):
 
 @st.composite
 def random_stack(draw):
-    el = draw(st.sampled_from([small, ints, st.sampled_from([F(0), F(1), F(2 ** 80), F(-1, 2 ** 90)])]))
+    el = draw(st.sampled_from([small, ints, paired, st.sampled_from([F(0), F(1), F(2 ** 80), F(-1, 2 ** 90)])]))
     m0 = m = draw(st.integers(1, 3))
     steps = []
     for _ in range(draw(st.integers(1, 6))):

@@ -224,3 +224,16 @@ def test_kernel_does_not_import_progress_or_tqdm():
             "print('tqdm' in sys.modules, 'exactmem.progress' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_status_lines_are_rate_limited_in_plain_mode_and_fill_the_bar_postfix():
+    f = io.StringIO()
+    with Progress(None, "check", "shard", file=f, mode="plain", interval=3600) as p:
+        for k in range(50):
+            p.status(f"worker 0: layer {k}/50")
+    assert f.getvalue() == "worker 0: layer 0/50\n"  # the first at once, then at most one per interval
+    t = FakeTTY()
+    with Progress(None, "check", "shard", file=t) as p:
+        p.status("worker 0: layer 3/9; worker 1: layer 4/9")
+        assert p.mode == "bar"
+    assert "worker 1: layer 4/9" in t.getvalue()

@@ -94,19 +94,22 @@ def limits_from_args(args) -> Limits:
 
 def _sharded(args, limits: Limits):
     """The check sharded on a Dask cluster (exactmem.distributed: outside the kernel, loaded only here)."""
-    from ..distributed.check import check_sharded
+    from ..distributed.check import check_sharded, worker_status
     from ..distributed.cluster import ClusterError
+    from ..progress import Progress
 
-    def progress(done, total, lo, v):
-        status = v.status if hasattr(v, "status") else f"failed ({type(v).__name__})"
-        print(f"shard {done}/{total} from example {lo}: {status}", file=sys.stderr, flush=True)
+    with Progress(None, "check", "shard", quiet=args.quiet) as prog:
+        def shard_done(done, total, lo, v):
+            status = v.status if hasattr(v, "status") else f"failed ({type(v).__name__})"
+            prog.update(1, f"shard {done}/{total} from example {lo}: {status}")
 
-    try:
-        return check_sharded(args.cert, workers=args.workers, scheduler=args.scheduler, shards=args.shards,
-                             limits=limits, engine="pure" if args.engine == "pure" else "fast",
-                             on_shard=None if args.quiet else progress)
-    except ClusterError as e:
-        raise _UsageError(str(e)) from None
+        try:
+            return check_sharded(args.cert, workers=args.workers, scheduler=args.scheduler, shards=args.shards,
+                                 limits=limits, engine="pure" if args.engine == "pure" else "fast",
+                                 on_shard=None if args.quiet else shard_done,
+                                 on_workers=None if args.quiet else lambda st: prog.status(worker_status(st)))
+        except ClusterError as e:
+            raise _UsageError(str(e)) from None
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
+from itertools import count
 from math import gcd, lcm
 from typing import Dict, List, Optional, Tuple
 
@@ -152,11 +153,14 @@ def _dedup(vals: List[np.ndarray], ix: _Index) -> Tuple[List[np.ndarray], _Index
             cols = [np.ascontiguousarray(uniq[:, i]) for i in range(len(vals))]
         inv = inv.reshape(-1)
     else:
-        seen: Dict[tuple, int] = {}
-        inv = np.fromiter((seen.setdefault(t, len(seen)) for t in zip(*(v.tolist() for v in vals))),
-                          dtype=np.int64, count=k)
-        reps = np.zeros(len(seen), dtype=np.int64)
-        reps[inv[::-1]] = np.arange(k - 1, -1, -1)  # first occurrence of each class
+        # dict.setdefault(key, position) gives each column the position of its first equal
+        # column, in C; np.unique of those positions numbers the classes in order
+        seen: Dict[object, int] = {}
+        keys = vals[0].tolist() if len(vals) == 1 else zip(*(v.tolist() for v in vals))
+        at = np.fromiter(map(seen.setdefault, keys, count()), dtype=np.int64, count=k)
+        if len(seen) == k:
+            return vals, ix
+        reps, inv = np.unique(at, return_inverse=True)
         cols = [v[reps] for v in vals]
     if len(cols[0]) == k:
         return vals, ix
@@ -227,10 +231,12 @@ def _combine(terms, b: int, inputs: Dict[int, np.ndarray], rows: List[_Row], k: 
     terms = [(j, a) for j, a in terms if rows[j].bound]  # an all-zero input adds nothing
     bound = abs(b) + sum(abs(a) * rows[j].bound for j, a in terms)
     small = bound < INT64_SAFE  # then every |a|, every term and every partial sum is < 2^62
-    acc = None
-    for j, a in terms:
-        x = inputs[j] if small else _as_object(inputs[j])
-        t = x if a == 1 else (-x if a == -1 else x * a)
+    acc, sums = None, {}
+    for j, a in terms:  # Σ_|a| |a|·(Σ ±x_j): 2U − 2^M (s₁ − s₂) multiplies 2^M by s₁ − s₂ only
+        x, m = inputs[j] if small else _as_object(inputs[j]), abs(a)
+        sums[m] = (x if a > 0 else -x) if m not in sums else (sums[m] + x if a > 0 else sums[m] - x)
+    for m, x in sums.items():
+        t = x if m == 1 else x * m
         acc = t if acc is None else acc + t
     if acc is None:
         acc = np.zeros(k, dtype=np.int64 if small else object)
@@ -476,8 +482,9 @@ def _reduce(rows: List[_Row], D: int) -> Tuple[List[_Row], int]:
     return out, D // g
 
 
-def _evaluate(cert: ParsedCertificate, budget: Budget) -> Tuple[List[_Row], int, np.ndarray]:
-    """Run every layer on all tokens at once; return the final rows, D and sequence lengths."""
+def _evaluate(cert: ParsedCertificate, budget: Budget, progress=None) -> Tuple[List[_Row], int, np.ndarray]:
+    """Run every layer on all tokens at once; return the final rows, D and sequence lengths
+    (``progress(layers done, layers)`` after each layer, if given)."""
     seqs = _Seqs(np.array([len(x) for x in cert.inputs], dtype=np.int64))
     rows, D, start = _initial_rows(cert, seqs.T)
     layers = cert.layers[start:]
@@ -509,6 +516,8 @@ def _evaluate(cert: ParsedCertificate, budget: Budget) -> Tuple[List[_Row], int,
             rows, D = _reduce(rows, D)
         budget.value(max(D.bit_length(), *(_max_bits(r.vals) for r in rows)),
                      f"the output of model.layers[{i + start}]")
+        if progress is not None:
+            progress(i + 1, len(layers))
     return rows, D, seqs.lengths
 
 
@@ -576,10 +585,11 @@ def merged_chunks(cert: ParsedCertificate, ks: List[int], datas: List[bytes], bu
                    outputs=[x for p in parts for x in p.outputs])
 
 
-def check_examples_fast(cert: ParsedCertificate, lo: int, hi: int, cap: int, budget: Budget) -> Verdict:
+def check_examples_fast(cert: ParsedCertificate, lo: int, hi: int, cap: int, budget: Budget,
+                        progress=None) -> Verdict:
     """:func:`checker.check_examples` for the examples lo..hi−1, batched: the same verdict and
     witness (global example indices). Models or examples this path does not evaluate go to
-    the kernel."""
+    the kernel. ``progress(layers done, layers)`` is called after each layer (display only)."""
     n, measured = hi - lo, cert.measured
     if not fast_supported(cert):
         return check_examples(cert, range(lo, hi), cap, budget)
@@ -587,7 +597,7 @@ def check_examples_fast(cert: ParsedCertificate, lo: int, hi: int, cap: int, bud
         part = replace(cert, inputs=cert.inputs[lo:hi], labels=cert.labels[lo:hi], outputs=cert.outputs[lo:hi],
                        first=cert.first + lo)
         try:
-            rows, D, lengths = _evaluate(part, budget)
+            rows, D, lengths = _evaluate(part, budget, progress)
         except LimitExceeded as x:  # the kernel decides what a limit means, example by example
             if x.limit == "time_limit":
                 return Verdict("UNKNOWN", None, f"{x}; no refutation found", None, measured, x.limit)

@@ -15,10 +15,12 @@ be checked leaves the verdict UNKNOWN, never CERTIFIED on partial coverage.
 from __future__ import annotations
 
 import os
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 from fractions import Fraction
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..certificate.checker import (Budget, LimitExceeded, Limits, MalformedCertificate, Verdict, check_claims,
                                    check_examples, combine_verdicts, decode_certificate, parse_certificate, precision_cap)
@@ -29,6 +31,8 @@ from .cluster import dask_client, worker_count
 
 _PARSED: dict = {}  # per worker process: the certificate parsed for its shards, by hash
 SHARD_EXAMPLES = 12_500  # default shard size of the fast engine (the pure kernel: 4 shards per worker)
+PROGRESS_TOPIC = "exactmem-check-progress"  # Dask event topic of the per-worker progress
+REPORT_NS = 10 ** 9  # a worker reports at most once a second
 
 
 def shard_ranges(n: int, shards: int) -> List[Tuple[int, int]]:
@@ -38,11 +42,37 @@ def shard_ranges(n: int, shards: int) -> List[Tuple[int, int]]:
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
+class _Reporter:
+    """Worker side of the per-worker progress: at most one event a second (Dask's
+    ``Worker.log_event`` on PROGRESS_TOPIC) saying which shard this worker checks and how far
+    it got; nothing when the check asked for no progress (``check`` None) or outside a worker."""
+
+    def __init__(self, check: Optional[str], lo: int, hi: int, unit: str):
+        self.check, self.lo, self.hi, self.unit, self.last = check, lo, hi, unit, None
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic_ns()
+        if self.check is None or (self.last is not None and now - self.last < REPORT_NS and done < total):
+            return
+        self.last = now
+        try:
+            from distributed import get_worker
+
+            w = get_worker()
+        except (ImportError, ValueError):  # not running in a Dask worker
+            return
+        w.log_event(PROGRESS_TOPIC, {"check": self.check, "worker": str(w.name if w.name is not None else w.address),
+                                     "lo": self.lo, "hi": self.hi, "done": done, "total": total, "unit": self.unit})
+
+
 def check_shard(data: bytes, name: str, digest: str, lo: int, hi: int, cap: int, limits: Limits, engine: str,
-                chunks: Optional[List[int]] = None,
-                chunk_data: Optional[List[bytes]] = None) -> Tuple[int, int, Verdict]:
+                chunks: Optional[List[int]] = None, chunk_data: Optional[List[bytes]] = None,
+                report: Optional[str] = None) -> Tuple[int, int, Verdict]:
     """Worker task: the kernel's verdict on examples lo..hi−1 of the certificate in ``data`` (for
-    a version-2 certificate: on the consecutive chunks ``chunks``, whose bytes are ``chunk_data``)."""
+    a version-2 certificate: on the consecutive chunks ``chunks``, whose bytes are ``chunk_data``).
+    ``report``: the check's id for progress events (layers for the fast engine, else the shard)."""
+    progress = _Reporter(report, lo, hi, "layers" if engine == "fast" else "shard")
+    progress(0, 1)
     budget = Budget(limits)
     if _PARSED.get("digest") != digest:
         _PARSED.clear()
@@ -54,18 +84,22 @@ def check_shard(data: bytes, name: str, digest: str, lo: int, hi: int, cap: int,
     if chunks is not None:
         cert, lo, hi = merged_chunks(cert, chunks, chunk_data, budget), 0, hi - lo
     if engine == "fast":
-        return cert.first + lo, cert.first + hi, check_examples_fast(cert, lo, hi, cap, budget)
-    return cert.first + lo, cert.first + hi, check_examples(cert, range(lo, hi), cap, budget)
+        return cert.first + lo, cert.first + hi, check_examples_fast(cert, lo, hi, cap, budget, progress)
+    v = check_examples(cert, range(lo, hi), cap, budget)
+    progress(1, 1)
+    return cert.first + lo, cert.first + hi, v
 
 
 def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[str] = None, client=None,
                   shards: Optional[int] = None, limits: Optional[Limits] = None, max_precision: Optional[int] = None,
-                  engine: str = "auto", on_shard: Optional[Callable[[int, int, int, Verdict], None]] = None) -> Verdict:
+                  engine: str = "auto", on_shard: Optional[Callable[[int, int, int, Verdict], None]] = None,
+                  on_workers: Optional[Callable[[Dict[str, dict]], None]] = None) -> Verdict:
     """Check the certificate at ``path`` on a Dask cluster (see the module docstring): the same
     verdict and witness as ``check_certificate``. ``shards`` defaults to 4 per worker (pure
     kernel) or shards of at least SHARD_EXAMPLES examples, one per worker at least (fast);
     ``engine`` auto/fast uses the batched accelerator where it applies; ``on_shard(done, total,
-    lo, verdict)`` reports progress."""
+    lo, verdict)`` reports each finished shard; ``on_workers(state)`` the per-worker progress
+    (worker name → its latest event: shard lo/hi, done/total in ``unit``; see worker_status)."""
     limits = limits or Limits()
     budget = Budget(limits)
     try:
@@ -86,7 +120,7 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
     eng = "fast" if engine in ("auto", "fast") and fast_supported(cert) else "pure"
     name = os.path.basename(path)
     read_chunk = chunk_reader(os.path.dirname(os.path.abspath(path)), limits)
-    with dask_client(workers, scheduler, client) as c:
+    with dask_client(workers, scheduler, client) as c, _subscribed(c, on_workers) as report:
         nw = worker_count(c)
         if cert.chunks is None:  # the fast engine pays a cost per layer and shard: few, large shards
             ranges = shard_ranges(n, shards or (max(nw, -(-n // SHARD_EXAMPLES)) if eng == "fast" else 4 * nw))
@@ -102,8 +136,8 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
             # a version-2 chunk goes to the worker that checks it, and to no other
             chunk = () if cert.chunks is None else (groups[i], [c.scatter(read_chunk(cert.chunks[k][0]), hash=False)
                                                                for k in groups[i]])
-            f = c.submit(check_shard, blob, name, doc["hash"], lo, hi, cap, shard_limits, eng, *chunk, pure=False,
-                         key=f"exactmem-check-{doc['hash'][7:19]}-{lo}-{time.monotonic_ns()}")
+            f = c.submit(check_shard, blob, name, doc["hash"], lo, hi, cap, shard_limits, eng, *(chunk or (None, None)),
+                         report, pure=False, key=f"exactmem-check-{doc['hash'][7:19]}-{lo}-{time.monotonic_ns()}")
             futures[f] = (lo, hi)
         parts = _gather(futures, on_shard)
         unit = f"{len(cert.chunks)} chunks in " if cert.chunks else ""
@@ -133,3 +167,44 @@ def _gather(futures: dict, on_shard) -> List[Tuple[int, int, object]]:
                 if glo > lo:
                     g.cancel()
     return parts  # with a refutation, every shard before it is here (none of them is cancelled)
+
+
+@contextmanager
+def _subscribed(client, on_workers: Optional[Callable[[Dict[str, dict]], None]]) -> Iterator[Optional[str]]:
+    """Listen to the workers' progress events of one check (a fresh id) while the body runs;
+    yields the id to pass to the shards (None: no progress wanted)."""
+    if on_workers is None:
+        yield None
+        return
+    check, state, lock = f"{os.getpid()}-{time.monotonic_ns()}", {}, threading.Lock()
+
+    def handler(event):
+        msg = event[1]
+        if isinstance(msg, dict) and msg.get("check") == check:
+            with lock:
+                state[msg["worker"]] = msg
+                snapshot = dict(state)
+            on_workers(snapshot)
+
+    client.subscribe_topic(PROGRESS_TOPIC, handler)
+    try:
+        yield check
+    finally:
+        client.unsubscribe_topic(PROGRESS_TOPIC)
+
+
+def worker_status(state: Dict[str, dict]) -> str:
+    """One line for the per-worker progress, e.g. ``worker 0: examples 0-49999, layer 1200/4614;
+    worker 1: ...`` (pure-kernel shards show only which shard runs)."""
+    parts = []
+    for name in sorted(state, key=lambda w: (len(w), w)):
+        m = state[name]
+        where = f"worker {name.split('://')[-1]}: examples {m['lo']}-{m['hi'] - 1}"
+        if m["done"] >= m["total"]:
+            where += ", done"
+        elif m["unit"] == "layers" and m["done"]:
+            where += f", layer {m['done']}/{m['total']}"
+        else:
+            where += ", started"
+        parts.append(where)
+    return "; ".join(parts)

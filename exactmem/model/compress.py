@@ -28,6 +28,7 @@ than ``limbs``): a proof file's :class:`~exactmem.proof.Instance` may ask for it
 
 from __future__ import annotations
 
+from itertools import count
 from math import gcd
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -95,17 +96,23 @@ def _collapse(vs: List[np.ndarray], cls: _Classes) -> Tuple[List[np.ndarray], _C
         inv = inv.reshape(-1).astype(np.int64)
         new = inv if cls.arr is None else inv[cls.arr]
         return [v[first] for v in vs], _Classes(new, len(first))
-    table: Dict[tuple, int] = {}
-    keys = zip(*(v.tolist() for v in vs))
-    inv = np.fromiter((table.setdefault(k, len(table)) for k in keys), dtype=np.int64, count=n)
-    if len(table) == n:
+    first, inv = first_occurrences(vs[0].tolist() if len(vs) == 1 else zip(*(v.tolist() for v in vs)), n)
+    if len(first) == n:
         return vs, cls
-    first = np.full(len(table), -1, dtype=np.int64)
-    for pos, c in enumerate(inv.tolist()):
-        if first[c] < 0:
-            first[c] = pos
     new = inv if cls.arr is None else inv[cls.arr]
-    return [v[first] for v in vs], _Classes(new, len(table))
+    return [v[first] for v in vs], _Classes(new, len(first))
+
+
+def first_occurrences(keys, n: int) -> Tuple[np.ndarray, np.ndarray]:
+    """For n hashable keys: the positions of each distinct key's first occurrence (ascending) and,
+    per key, the index of its key among them. ``dict.setdefault(key, position)`` returns the
+    first position of the key, all in C (no Python-level loop)."""
+    seen: Dict[object, int] = {}
+    at = np.fromiter(map(seen.setdefault, keys, count()), dtype=np.int64, count=n)
+    if len(seen) == n:
+        return at, at
+    first, inv = np.unique(at, return_inverse=True)
+    return first, inv.reshape(-1).astype(np.int64)
 
 
 def _row(terms: List[Tuple[int, int]], bias: int, picked: Dict[int, np.ndarray], regs: List[_Reg], n: int,
@@ -113,12 +120,24 @@ def _row(terms: List[Tuple[int, int]], bias: int, picked: Dict[int, np.ndarray],
     live = [(j, a) for j, a in terms if regs[j].mag]
     small = abs(bias) + sum(abs(a) * regs[j].mag for j, a in live) < LIMIT
     out = np.full(n, bias, dtype=np.int64 if small else object)
-    for j, a in live:
-        x = picked[j]
-        if not small and x.dtype != object:
-            x = x.astype(object)
-        out = out + (x if a == 1 else x * a)
+    for a, xs in _by_magnitude(live, picked, small):
+        out = out + (xs if a == 1 else xs * a)
     return np.maximum(out, 0) if relu else out
+
+
+def _by_magnitude(live: List[Tuple[int, int]], picked: Dict[int, np.ndarray], small: bool):
+    """Σ a_j x_j as Σ_|a| |a| · (Σ ±x_j): (|a|, signed sum) pairs, one multiplication per distinct
+    |a|. In the doubling gadget ``2U − 2^M (s₁ − s₂)`` the big factor then multiplies the small
+    difference s₁ − s₂ (0 or 1 on the data) instead of two numbers of M bits each."""
+    sums: Dict[int, np.ndarray] = {}
+    for j, a in live:
+        x = picked[j] if small or picked[j].dtype == object else picked[j].astype(object)
+        m = abs(a)
+        if m in sums:
+            sums[m] = sums[m] + x if a > 0 else sums[m] - x
+        else:
+            sums[m] = x if a > 0 else -x
+    return sums.items()
 
 
 def _apply(st: AffineStep, regs: List[_Reg], den: int, T: int) -> Tuple[List[_Reg], int]:
