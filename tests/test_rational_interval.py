@@ -7,8 +7,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exactmem.certificate.rational_interval import (Interval, exp_lower, exp_upper, idot, irelu, isum, round_down,
-                                                    round_ratio, round_up, softmax)
+from exactmem.certificate.rational_interval import Interval, exp_bound, idot, irelu, isum, round_ratio, softmax
+
+
+def round_down(x, p):
+    return round_ratio(x.numerator, x.denominator, p, False)
+
+
+def round_up(x, p):
+    return round_ratio(x.numerator, x.denominator, p, True)
+
+
+def exp_lower(x, p, tick=None):
+    return exp_bound(x, p, False, tick)
+
+
+def exp_upper(x, p, tick=None):
+    return exp_bound(x, p, True, tick)
 
 
 def iadd(a, b, p):

@@ -1,35 +1,23 @@
-"""The small independent certificate checker (kernel; format v1, ``docs/certificate.md``).
+"""The small independent certificate checker (kernel; ``docs/certificate.md``).
 
-``check_certificate`` validates one certificate (:mod:`schema`), checks its claims against
-the measured size quantities, re-derives every example's output (:mod:`evaluate`) and
-returns a :class:`Verdict` — within the verifier's budget (:mod:`limits`): a limit hit is
-``UNKNOWN`` (time, precision, value size) or malformed (file size, digits), never a hang.
-Standard library only; values are ``int``/``Fraction`` (intervals of them after softmax).
-
-Public API for accelerators (``fastcheck``, sharded checks): ``parse_certificate``,
-``check_claims``, ``judge_example``, ``check_examples``, ``precision_cap``, ``Verdict``,
-``Budget``/``Limits`` — they may decide how to compute an example's exact output, never
-how it is judged.
+``check_certificate`` validates a certificate (:mod:`schema`), checks its claims, re-derives
+every example's output (:mod:`evaluate`) and returns a :class:`Verdict`, within the verifier's
+budget (:mod:`limits`). Accelerators (``fastcheck``, sharded checks) use the public names: they
+may decide how to compute an example's exact output, never how it is judged.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from .evaluate import Softmax2Fault, Undecided, exact_prefix, interval_suffix
 from .limits import DEFAULT_MAX_PRECISION, Budget, LimitExceeded, Limits
 from .rational_interval import Interval
-from .schema import (OPS, MalformedCertificate, ParsedCertificate, canonical_hash, decode_certificate, integer,
-                     load_certificate, parse_certificate, parse_chunk)
+from .schema import (OPS, MalformedCertificate, ParsedCertificate, canonical_hash,  # noqa: F401 (re-exported)
+                     decode_certificate, integer, load_certificate, parse_certificate, parse_chunk)
 from .text import SHORT, fmt
-
-__all__ = ["Budget", "Limits", "LimitExceeded", "MalformedCertificate", "ParsedCertificate", "Verdict",
-           "canonical_hash", "check_certificate", "check_chunks", "check_claims", "check_examples",
-           "combine_verdicts", "decode_certificate", "parse_chunk",
-           "judge_example", "load_certificate", "parse_certificate", "precision_cap", "SOFTMAX2_MAX_SPREAD",
-           "START_PRECISION"]
 
 START_PRECISION = 64
 SOFTMAX2_MAX_SPREAD = Limits().max_value_bits  # default largest softmax2 score spread max s − min s evaluated
@@ -45,9 +33,7 @@ class Verdict:
     limit: Optional[str] = None  # the Limits field that stopped the check, if one did
 
     def to_json(self) -> dict:
-        out = {"status": self.status, "witness": self.witness, "message": self.message,
-               "precision": self.precision, "measured": dict(self.measured)}
-        return {**out, "limit": self.limit} if self.limit else out
+        return {k: v for k, v in asdict(self).items() if k != "limit" or v}
 
     @property
     def exit_code(self) -> int:
@@ -58,16 +44,15 @@ def _judge_column(col, label, decode: str, eps: Optional[Fraction]) -> str:
     """'pass' | 'fail' | 'undecided' for one output column (Fractions or Intervals) against its label."""
     if decode == "identity" and eps is None:
         return "pass" if col == label else "fail"
-    col = [(x.lo, x.hi) if isinstance(x, Interval) else (x, x) for x in col]  # (lower, upper) bounds
+    col = [x if isinstance(x, Interval) else (x, x) for x in col]  # (lower, upper) bounds
     if decode == "argmax":
-        lab_lo, lab_hi = col[label]
-        others = [x for k, x in enumerate(col) if k != label]
-        if all(lab_lo > hi for _, hi in others):
-            return "pass"
-        return "fail" if any(lo >= lab_hi for lo, _ in others) else "undecided"
-    if all(lo >= y - eps and hi <= y + eps for (lo, hi), y in zip(col, label)):
-        return "pass"
-    return "fail" if any(hi < y - eps or lo > y + eps for (lo, hi), y in zip(col, label)) else "undecided"
+        (lab_lo, lab_hi), others = col[label], [x for k, x in enumerate(col) if k != label]
+        sure = all(lab_lo > hi for _, hi in others)
+        wrong = any(lo >= lab_hi for lo, _ in others)
+    else:
+        sure = all(lo >= y - eps and hi <= y + eps for (lo, hi), y in zip(col, label))
+        wrong = any(hi < y - eps or lo > y + eps for (lo, hi), y in zip(col, label))
+    return "pass" if sure else "fail" if wrong else "undecided"
 
 
 def judge_example(cert: ParsedCertificate, e: int, out) -> Tuple[str, Optional[dict]]:
@@ -84,10 +69,8 @@ def judge_example(cert: ParsedCertificate, e: int, out) -> Tuple[str, Optional[d
     if undecided:
         return "undecided", None
     claimed = cert.outputs[e]
-    if claimed is None:
-        return "pass", None
     derived = label if cert.decode == "argmax" else (cols[0] if cert.position == "last" else cols)
-    if claimed != derived:
+    if claimed is not None and claimed != derived:
         return "fail", {"example": e + cert.first, "expected": fmt(claimed), "got": fmt(derived), "reason": "outputs"}
     return "pass", None
 
@@ -108,8 +91,7 @@ def precision_cap(cert: ParsedCertificate, max_precision: Optional[int], limits:
     to what the certificate asks."""
     if max_precision is not None:
         integer(max_precision, "max_precision argument", 1)
-    cap = max_precision or limits.max_precision or DEFAULT_MAX_PRECISION
-    return min(cap, cert.max_precision)
+    return min(max_precision or limits.max_precision or DEFAULT_MAX_PRECISION, cert.max_precision)
 
 
 def _example(cert: ParsedCertificate, e: int, cap: int, budget: Budget):
@@ -126,20 +108,22 @@ def _example(cert: ParsedCertificate, e: int, cap: int, budget: Budget):
             status, wit = judge_example(cert, e, interval_suffix(cert, cols, D, stop, p, budget))
         except Undecided:
             status, wit = "undecided", None
-        except Softmax2Fault as f:
-            f.precision = p
-            raise
         if status != "undecided" or p >= cap:
             return status, wit, p
         p = min(2 * p, cap)
+
+
+def _certified(cert: ParsedCertificate, n: int, used: Optional[int], where: str = "") -> Verdict:
+    tail = f"interval precision up to {used} bits" if used is not None else "exact"
+    return Verdict("CERTIFIED", None, f"all {n} examples pass and all {len(cert.claims)} claims hold ({tail}{where})",
+                   used, cert.measured)
 
 
 def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, budget: Budget) -> Verdict:
     """Check the given examples (indices into ``cert.inputs``; reported as ``e + cert.first``) in
     order: the first refutation, else UNKNOWN if any is undecided or a limit stops the check, else
     CERTIFIED (for these examples; the claims are checked apart)."""
-    used, undecided, notes, m = None, [], [], cert.measured
-    todo = list(examples)
+    used, undecided, notes, m, todo = None, [], [], cert.measured, list(examples)
     for done, e in enumerate(todo):
         g = e + cert.first
         try:
@@ -147,17 +131,16 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
             status, wit, p = _example(cert, e, cap, budget)
         except Softmax2Fault as f:
             p, (layer, h, j, k) = f.precision, f.where
-            if f.spread is not None:
-                status = "undecided"
-                notes.append(f"example {g}: " + str(LimitExceeded(
-                    "max_value_bits", f"softmax2 score spread {fmt(f.spread)} at model.layers[{layer}] exceeds "
-                                      f"{budget.limits.max_value_bits}")))
-            else:
+            if f.spread is None:
                 wit = {"example": g, "reason": "softmax2_score", "layer": layer, "head": h, "query": j,
                        "position": k, "score": fmt(f.score)}
                 return Verdict("REFUTED", wit, f"example {g}: softmax2 score {fmt(f.score)} of key position {k} "
                                                f"(model.layers[{layer}], head {h}, query {j}) is not an integer",
                                p, m)
+            status = "undecided"
+            notes.append(f"example {g}: " + str(LimitExceeded(
+                "max_value_bits", f"softmax2 score spread {fmt(f.spread)} at model.layers[{layer}] exceeds "
+                                  f"{budget.limits.max_value_bits}")))
         except LimitExceeded as x:
             if x.limit == "time_limit":
                 return Verdict("UNKNOWN", None, f"{x} after {done} of {len(todo)} examples; no refutation found "
@@ -170,25 +153,23 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
             return Verdict("REFUTED", wit, f"example {g}: {what} the re-derived output", used, m)
         if status == "undecided":
             undecided.append(g)
-    if undecided:
-        shown = ", ".join(map(str, undecided[:10])) + (", ..." if len(undecided) > 10 else "")
-        at = f" at precision {cap}" if cert.softmax_at is not None else ""
-        msg = f"{len(undecided)} of {len(todo)} examples undecided{at} (examples {shown})"
-        if notes:  # some examples hit the value limit
-            msg, limit = msg + f"; {'; '.join(notes[:3])}" + ("; ..." if len(notes) > 3 else ""), "max_value_bits"
-        else:
-            msg, limit = str(LimitExceeded("max_precision", msg)), "max_precision"
-        return Verdict("UNKNOWN", None, f"{msg}; no refutation found", used, m, limit)
-    tail = f" (interval precision up to {used} bits)" if used is not None else " (exact)"
-    return Verdict("CERTIFIED", None, f"all {len(todo)} examples pass and all {len(cert.claims)} claims hold{tail}",
-                   used, m)
+    if not undecided:
+        return _certified(cert, len(todo), used)
+    shown = ", ".join(map(str, undecided[:10])) + (", ..." if len(undecided) > 10 else "")
+    at = f" at precision {cap}" if cert.softmax_at is not None else ""
+    msg = f"{len(undecided)} of {len(todo)} examples undecided{at} (examples {shown})"
+    if notes:  # some examples hit the value limit
+        msg, limit = msg + f"; {'; '.join(notes[:3])}" + ("; ..." if len(notes) > 3 else ""), "max_value_bits"
+    else:
+        msg, limit = str(LimitExceeded("max_precision", msg)), "max_precision"
+    return Verdict("UNKNOWN", None, f"{msg}; no refutation found", used, m, limit)
 
 
 def combine_verdicts(cert: ParsedCertificate, parts: List[Tuple[int, int, object]], where: str) -> Verdict:
     """One verdict from the verdicts of contiguous parts (lo, hi, Verdict, or the exception that
     stopped the part) of the examples: the lowest refutation; else UNKNOWN when a part is
     undecided, failed or missing; CERTIFIED only when parts covering every example certify."""
-    m, n, failed = cert.measured, cert.measured["n_examples"], []
+    m, n, failed, covered = cert.measured, cert.measured["n_examples"], [], 0
     parts = sorted(parts, key=lambda p: p[0])
     for lo, hi, v in parts:
         if isinstance(v, Verdict) and v.status == "REFUTED":
@@ -197,7 +178,6 @@ def combine_verdicts(cert: ParsedCertificate, parts: List[Tuple[int, int, object
             return v
         if not isinstance(v, Verdict):
             failed.append(f"examples {lo}..{hi - 1} could not be checked ({type(v).__name__}: {v})")
-    covered = 0
     for lo, hi, _ in parts:
         if lo != covered:
             failed.append(f"examples {covered}..{lo - 1} were not checked")
@@ -211,9 +191,7 @@ def combine_verdicts(cert: ParsedCertificate, parts: List[Tuple[int, int, object
     if unknown:
         msg = "; ".join(f"examples {lo}..{hi - 1}: {v.message}" for lo, hi, v in unknown[:3])
         return Verdict("UNKNOWN", None, msg + ("; ..." if len(unknown) > 3 else ""), used, m, unknown[0][2].limit)
-    tail = f"interval precision up to {used} bits" if used is not None else "exact"
-    return Verdict("CERTIFIED", None, f"all {n} examples pass and all {len(cert.claims)} claims hold ({tail}; {where})",
-                   used, m)
+    return _certified(cert, n, used, f"; {where}")
 
 
 def check_chunks(cert: ParsedCertificate, read_chunk: Optional[Callable[[str], bytes]], cap: int, budget: Budget,
@@ -223,10 +201,10 @@ def check_chunks(cert: ParsedCertificate, read_chunk: Optional[Callable[[str], b
     if read_chunk is None:
         raise MalformedCertificate("dataset: a chunked (version 2) certificate needs its chunk files")
     parts = []
-    for k, (_, _, count, first) in enumerate(cert.chunks):
+    for k, (file, _, count, first) in enumerate(cert.chunks):
         try:
             budget.tick()
-            part = parse_chunk(cert, k, read_chunk(cert.chunks[k][0]), budget)
+            part = parse_chunk(cert, k, read_chunk(file), budget)
         except LimitExceeded as x:
             return Verdict("UNKNOWN", None, f"{x} after {first} examples; no refutation found among them", None,
                            cert.measured, x.limit)
@@ -248,6 +226,6 @@ def check_certificate(doc: dict, max_precision: Optional[int] = None, *, limits:
     except LimitExceeded as x:
         return Verdict("UNKNOWN", None, f"{x} while reading the certificate", None, {}, x.limit)
     cap = precision_cap(cert, max_precision, budget.limits)
-    if check_claims(cert) or cert.chunks is None:
-        return check_claims(cert) or check_examples(cert, range(len(cert.inputs)), cap, budget)
+    if (refuted := check_claims(cert)) or cert.chunks is None:
+        return refuted or check_examples(cert, range(len(cert.inputs)), cap, budget)
     return check_chunks(cert, read_chunk, cap, budget)

@@ -11,7 +11,7 @@ import os
 from typing import Optional
 
 from .limits import LimitExceeded, Limits
-from .schema import MalformedCertificate
+from .schema import MalformedCertificate, read_bytes
 
 
 def chunk_reader(directory: str, limits: Optional[Limits] = None):
@@ -19,11 +19,7 @@ def chunk_reader(directory: str, limits: Optional[Limits] = None):
     cap = (limits or Limits()).max_bytes
 
     def read(name: str) -> bytes:
-        try:
-            with open(os.path.join(directory, name), "rb") as f:
-                data = f.read(cap + 1)
-        except OSError as e:
-            raise MalformedCertificate(f"cannot read chunk file {name}: {e.strerror or e}") from None
+        data = read_bytes(os.path.join(directory, name), limits, f"chunk file {name}")
         if len(data) > cap:
             raise MalformedCertificate(f"{name}: " + str(LimitExceeded("max_bytes", f"the chunk file is larger than "
                                                                                      f"{cap} bytes")))

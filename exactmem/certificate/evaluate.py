@@ -1,12 +1,9 @@
-"""Re-deriving a model's outputs (kernel): exact in Q, then rational intervals after softmax.
+"""Re-deriving a model's outputs (kernel): exact in Q, then rational intervals from the first softmax.
 
-Exact evaluation keeps each sequence as integer columns over one common denominator D
-(``nums / D``); a token-wise layer is integer dot products and the new denominator is
-``L * D``. ``hardmax``/``uniform``/``softmax2`` attention stays exact: ties share the mass, and
-``softmax2`` weights are 2^{s_k − min s}/Σ_j 2^{s_j − min s} for integer scores s_k (Dana et al.
-note §3.7). From the first ``softmax`` layer on, values are intervals with outward rounding to
-p bits (:mod:`rational_interval`). Every layer ticks the budget and checks the size of its
-values against ``max_value_bits``.
+Exact values are integer columns over one common denominator D (``nums / D``); a token-wise layer
+is integer dot products, new denominator ``L * D``. hardmax/uniform/softmax2 attention stays exact:
+ties share the mass, softmax2 weights are 2^{s_k − min s}/Σ_j 2^{s_j − min s} for integer scores
+(Dana et al. note §3.7). After a softmax layer, values are p-bit intervals (:mod:`rational_interval`).
 """
 
 from __future__ import annotations
@@ -27,12 +24,12 @@ class Undecided(Exception):
 
 
 class Softmax2Fault(Exception):
-    """A softmax2 score is not an integer (``spread`` None) or its query's scores spread past the
-    value limit. ``where`` = (layer, head, query position, key position); ``precision`` set by the caller."""
+    """A softmax2 score is not an integer (``spread`` None) or the scores spread past the value limit;
+    ``where`` = (layer, head, query position, key position); ``precision``: interval bits, if any."""
 
-    def __init__(self, where: Tuple[int, int, int, int], score, spread: Optional[int] = None):
+    def __init__(self, where: Tuple[int, int, int, int], score, spread: Optional[int], precision: Optional[int]):
         super().__init__()
-        self.where, self.score, self.spread, self.precision = where, score, spread, None
+        self.where, self.score, self.spread, self.precision = where, score, spread, precision
 
 
 def _common(parts: List[Tuple[List[int], int]]) -> Tuple[List[List[int]], int]:
@@ -41,16 +38,16 @@ def _common(parts: List[Tuple[List[int], int]]) -> Tuple[List[List[int]], int]:
     return [nums if d == den else list(map(mul, nums, repeat(den // d))) for nums, d in parts], den
 
 
-def softmax2_exponents(scores: List[Optional[Fraction]], where, budget: Budget, shown=None) -> List[int]:
+def softmax2_exponents(scores: List[Optional[Fraction]], where, budget: Budget, shown=None, p=None) -> List[int]:
     """s_k − min s for integer scores; Softmax2Fault for a score that is not an integer (None: an
     interval with no integer, reported as ``shown[k]``) or when the spread passes the value limit."""
     for k, sc in enumerate(scores):
         if sc is None or sc.denominator != 1:
-            raise Softmax2Fault(where(k), sc if shown is None else shown[k])
+            raise Softmax2Fault(where(k), sc if shown is None else shown[k], None, p)
     ints = [sc.numerator for sc in scores]
     lo, hi = min(ints), max(ints)
     if hi - lo > budget.limits.max_value_bits:
-        raise Softmax2Fault(where(ints.index(hi)), scores[ints.index(hi)], hi - lo)
+        raise Softmax2Fault(where(ints.index(hi)), scores[ints.index(hi)], hi - lo, p)
     return [x - lo for x in ints]
 
 
@@ -119,9 +116,7 @@ def exact_prefix(cert, x, stop: int, budget: Budget):
 
 def _lin_iv(lin: Lin, col: List[Interval], p: int, relu: bool = False) -> List[Interval]:
     """Enclosure of W x + b for x in a box: midpoint image ± |W| · radius, rounded to p bits."""
-    M = lcm(*(x.lo.denominator for x in col), *(x.hi.denominator for x in col))
-    LO = [x.lo.numerator * (M // x.lo.denominator) for x in col]
-    HI = [x.hi.numerator * (M // x.hi.denominator) for x in col]
+    (LO, HI), M = over_lcm([[x.lo for x in col], [x.hi for x in col]])
     mid = lin.apply(list(map(add, LO, HI)), 2 * M)
     rad = list(map(sub, HI, LO))
     r = lin.absolute().apply(rad, 2 * M) if any(rad) else repeat(0)
@@ -165,20 +160,19 @@ def _iv_layer(i: int, layer, cols: List[List[Interval]], p: int, budget: Budget)
         K = [k for k in range(n) if layer.keys == "all" or k != j]
         parts = [cols[j]] if layer.residual else []
         for h, (WQ, keys, vals, WO) in enumerate(heads):
-            if keys is None:
-                w, I = [Fraction(1, len(K))] * len(K), K
-            else:
+            w, I = None, K
+            if keys is not None:
                 q = _lin_iv(WQ, cols[j], p)
                 sc = [idot(keys[k], q, p) for k in K]
                 if layer.kind == "softmax":
-                    w, I = softmax(sc, p, budget.tick), K
+                    w = softmax(sc, p, budget.tick)
                 elif layer.kind == "softmax2":
                     ints = [_iv_integer(x) for x in sc]
-                    a = [1 << x for x in softmax2_exponents(ints, lambda k: (i, h, j, K[k]), budget, sc)]
-                    w, I = [Fraction(ak, sum(a)) for ak in a], K
+                    a = [1 << x for x in softmax2_exponents(ints, lambda k: (i, h, j, K[k]), budget, sc, p)]
+                    w = [Fraction(ak, sum(a)) for ak in a]
                 else:
                     I = [K[r] for r in _argmax_set(sc)]
-                    w = [Fraction(1, len(I))] * len(I)
+            w = w or [Fraction(1, len(I))] * len(I)
             mixed = [idot(w, [vals[k][r] for k in I], p) for r in range(WO.cols)]
             parts.append(_lin_iv(WO, mixed, p))
         res.append([isum(xs, p) for xs in zip(*parts)])

@@ -1,10 +1,8 @@
 """Verifier-side budgets (kernel; ``docs/certificate.md`` § Budgets).
 
-The verifier decides how much a check may spend, not the certificate: ``Limits`` holds the
-verifier's limits (safe defaults below), and a certificate's ``check.limits`` may only lower
-them. A limit hit raises :class:`LimitExceeded`, which the checker turns into ``UNKNOWN``
-(time, precision, value size) or a malformed certificate (file size, digits). Time is integer
-nanoseconds of ``time.monotonic_ns``; no floating point.
+``Limits`` holds the verifier's limits (safe defaults below); a certificate's ``check.limits``
+may only lower them. A limit hit raises :class:`LimitExceeded`. Time is integer nanoseconds of
+``time.monotonic_ns``; no floating point.
 """
 
 from __future__ import annotations
@@ -14,14 +12,12 @@ from dataclasses import dataclass, fields, replace
 from fractions import Fraction
 from typing import Optional
 
-from .text import rational_str
+from .text import fmt
 
 DEFAULT_MAX_PRECISION = 4096  # interval bits granted when the verifier names none (the writer's default ask)
 # Highest values a verifier may set: they keep one step of a check (a parsed number, a gcd or
 # division of intermediate values, a Taylor term of exp) well under a second.
 CEILING = {"max_digits": 10 ** 6, "max_precision": 1 << 16, "max_value_bits": 1 << 20}
-OPTION = {"max_digits": "--max-digits", "max_bytes": "--max-bytes", "max_precision": "--max-precision",
-          "max_value_bits": "--max-value-bits", "time_limit": "--time-limit"}
 
 
 @dataclass(frozen=True)
@@ -50,15 +46,15 @@ class Limits:
 
     def lowered(self, asked: dict) -> "Limits":
         """These limits, lowered to what a certificate asks (never raised)."""
-        new = {k: v if getattr(self, k) is None else min(getattr(self, k), v) for k, v in asked.items()}
-        return replace(self, **new)
+        return replace(self, **{k: min(v, getattr(self, k) or v) for k, v in asked.items()})  # None: no limit
 
 
 class LimitExceeded(Exception):
     """A budget ran out. ``limit`` is the Limits field; the message says how to raise it."""
 
     def __init__(self, limit: str, what: str):
-        super().__init__(f"{what} (verifier limit {limit}; raise it with {OPTION[limit]} or Limits({limit}=...))")
+        option = "--" + limit.replace("_", "-")  # the `exactmem check` option
+        super().__init__(f"{what} (verifier limit {limit}; raise it with {option} or Limits({limit}=...))")
         self.limit = limit
 
 
@@ -79,7 +75,7 @@ class Budget:
 
     def tick(self) -> None:
         if self.deadline is not None and time.monotonic_ns() > self.deadline:
-            raise LimitExceeded("time_limit", f"time limit of {rational_str(self.limits.time_limit)} s reached")
+            raise LimitExceeded("time_limit", f"time limit of {fmt(self.limits.time_limit, False)} s reached")
 
     def value(self, bits: int, what: str) -> None:
         if bits > self.limits.max_value_bits:

@@ -1,8 +1,6 @@
-"""The model as the kernel holds it: integer linear maps and the four layer types.
-
-A matrix W (and bias b) of rationals is stored as integers over their least common
-denominator L; applied to a column ``nums / D`` it gives integer numerators over ``L * D``.
-These classes are part of the kernel's public API: accelerators read them, never build them.
+"""The model as the kernel holds it: integer linear maps and the four layer types (public API:
+accelerators read these classes, never build them). W and b are integers over their lcm L of
+denominators; applied to a column ``nums / D`` they give integer numerators over ``L * D``.
 """
 
 from __future__ import annotations
@@ -22,10 +20,8 @@ def over_lcm(rows: List[List[Fraction]]) -> Tuple[List[List[int]], int]:
 
 
 class Lin:
-    """x ↦ W x + b over exact columns; ``A`` = L·W, ``c`` = L·b (integers), ``cols`` inputs.
-
-    Tall matrices (rows ≥ 8·cols) are applied column by column with C-level ``map`` chains,
-    and a column whose entries are all equal becomes one scalar."""
+    """x ↦ W x + b over exact columns; ``A`` = L·W, ``c`` = L·b (integers), ``cols`` inputs. Tall matrices
+    (rows ≥ 8·cols) are applied column by column (C-level ``map`` chains; an all-equal column is a scalar)."""
 
     def __init__(self, A: List[List[int]], c: Optional[List[int]], L: int, cols: int):
         self.A, self.c, self.L, self.cols, self.rows = A, c, L, cols, len(A)
@@ -57,11 +53,9 @@ class Lin:
         else:
             it, s = c, 0
             for col, k, x in zip(self.T, self.const, v):
-                if not x:
-                    continue
-                if k is not None:
+                if x and k is not None:
                     s += k * x
-                else:
+                elif x:
                     t = col if x == 1 else map(mul, col, repeat(x))
                     it = t if it is None else map(add, it, t)
             if it is None:

@@ -1,10 +1,8 @@
-"""Reading and validating a certificate (kernel; format v1, ``docs/certificate.md``).
+"""Reading and validating a certificate (kernel; formats v1 and v2, ``docs/certificate.md``).
 
-``load_certificate`` reads a file within the verifier's byte limit; ``parse_certificate``
-checks every field, the hash and the digit limit, and returns a :class:`ParsedCertificate`:
-the layers as :mod:`linear` holds them, the dataset as ints and Fractions, the claims and
-the measured size quantities. Anything invalid raises :class:`MalformedCertificate` naming
-the field. Standard library only.
+``parse_certificate`` checks every field, the hash and the digit limit, and returns a
+:class:`ParsedCertificate` (layers as :mod:`linear` holds them, examples as ints and Fractions,
+claims, measured size quantities); anything invalid raises :class:`MalformedCertificate`.
 """
 
 from __future__ import annotations
@@ -32,13 +30,16 @@ QUANTITIES = ("n_params", "n_nonzero", "width", "relu_depth", "attention_layers"
 OPS = {"==": lambda a, b: a == b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b,
        "<": lambda a, b: a < b, ">": lambda a, b: a > b}
 ATTENTION_KINDS = ("softmax", "hardmax", "uniform", "softmax2")
+LAYER_FIELDS = {"embed": (("type", "E"), ("P",)), "affine": (("type", "W", "relu"), ("b",)),  # (required, optional)
+                "feedforward": (("type", "W1", "b1", "W2", "b2", "residual"),),
+                "attention": (("type", "kind", "residual", "query", "keys", "heads"),)}
 JSON_INT_DIGITS = 300  # JSON integer literals (ids, sizes, seeds); rationals are strings
 ASKABLE = ("max_digits", "max_value_bits", "time_limit")  # limits a certificate may lower (check.limits)
 _RATIONAL = re.compile(r"(-?)([0-9]+)(?:/([0-9]+))?")
 
 
 class MalformedCertificate(Exception):
-    """The file is not a valid version-1 certificate (or exceeds a size limit); the message names why."""
+    """The file is not a valid certificate (or exceeds a size limit); the message names why."""
 
 
 @dataclass
@@ -105,16 +106,18 @@ def _json_int(s: str) -> int:
     return int(s)
 
 
-def load_certificate(path: str, limits: Optional[Limits] = None) -> dict:
-    """Read a certificate (JSON, or gzip-compressed JSON) of at most ``limits.max_bytes`` bytes;
-    anything unreadable is malformed."""
-    cap = (limits or Limits()).max_bytes
+def read_bytes(path: str, limits: Optional[Limits] = None, name: Optional[str] = None) -> bytes:
+    """At most ``max_bytes`` + 1 bytes of a file; an unreadable file is malformed (``name`` in messages)."""
     try:
         with open(path, "rb") as f:
-            data = f.read(cap + 1)
+            return f.read((limits or Limits()).max_bytes + 1)
     except OSError as e:
-        raise MalformedCertificate(f"cannot read {path}: {e.strerror or e}") from None
-    return decode_certificate(data, path, limits)
+        raise MalformedCertificate(f"cannot read {name or path}: {e.strerror or e}") from None
+
+
+def load_certificate(path: str, limits: Optional[Limits] = None) -> dict:
+    """Read a certificate (JSON, or gzip-compressed JSON) within ``limits.max_bytes``."""
+    return decode_certificate(read_bytes(path, limits), path, limits)
 
 
 def decode_certificate(data: bytes, name: str, limits: Optional[Limits] = None) -> dict:
@@ -220,8 +223,7 @@ class _Reader:
         rs = _list(x, path, nonempty=True)
         if rows is not None and len(rs) != rows:
             bad(path, f"wrong shape: expected {rows} rows, got {len(rs)}")
-        if cols is None:
-            cols = len(_list(rs[0], f"{path}[0]", nonempty=True))
+        cols = cols or len(_list(rs[0], f"{path}[0]", nonempty=True))
         for i, r in enumerate(rs):
             if not isinstance(r, (list, tuple)) or len(r) != cols:
                 bad(f"{path}[{i}]", f"wrong shape: expected a row of {cols} entries, got "
@@ -230,48 +232,41 @@ class _Reader:
 
     def layer(self, d, path: str, m: int, first: bool, tokens: bool):
         """Validate one layer acting on m-dim tokens; return (layer, output dim, width)."""
-        _obj(d, path, ("type",), None)
-        t = _str(d["type"], f"{path}.type", ("embed", "affine", "feedforward", "attention"))
+        t = _str(_obj(d, path, ("type",), None)["type"], f"{path}.type", tuple(LAYER_FIELDS))
         if (t == "embed") != (first and tokens):
             bad(path, "an embed layer must be the first layer, and only of a model with token input"
                 if t == "embed" else "a model with token input must start with an embed layer")
+        _obj(d, path, *LAYER_FIELDS[t])
         if t == "embed":
-            _obj(d, path, ("type", "E"), ("P",))
             E = self.mat(d["E"], m, None, f"{path}.E")
-            width = len(E[0])
-            P = None if d.get("P") is None else self.mat(d["P"], None, width, f"{path}.P")
+            P = None if d.get("P") is None else self.mat(d["P"], None, len(E[0]), f"{path}.P")
             rows, L = over_lcm(E + (P or []))
-            return Embed(rows[:len(E)], None if P is None else rows[len(E):], L), width, width
+            return Embed(rows[:len(E)], None if P is None else rows[len(E):], L), len(E[0]), len(E[0])
         if t == "affine":
-            _obj(d, path, ("type", "W", "relu"), ("b",))
             W = self.mat(d["W"], None, m, f"{path}.W")
             b = None if d.get("b") is None else self.vec(d["b"], len(W), f"{path}.b", True)
             return Affine(Lin.make(W, b), _bool(d["relu"], f"{path}.relu")), len(W), len(W)
         if t == "feedforward":
-            _obj(d, path, ("type", "W1", "b1", "W2", "b2", "residual"))
             W1 = self.mat(d["W1"], None, m, f"{path}.W1")
             b1 = self.vec(d["b1"], len(W1), f"{path}.b1", True)
-            W2 = self.mat(d["W2"], m, len(W1), f"{path}.W2")
-            b2 = self.vec(d["b2"], m, f"{path}.b2", True)
+            W2, b2 = self.mat(d["W2"], m, len(W1), f"{path}.W2"), self.vec(d["b2"], m, f"{path}.b2", True)
             ff = FeedForward(Lin.make(W1, b1), Lin.make(W2, b2), _bool(d["residual"], f"{path}.residual"))
             return ff, m, max(m, len(W1))
-        _obj(d, path, ("type", "kind", "residual", "query", "keys", "heads"))
         kind = _str(d["kind"], f"{path}.kind", ATTENTION_KINDS)
         residual = _bool(d["residual"], f"{path}.residual")
         heads, m_out, sH, vH = [], None, 0, 0
         for h, hd in enumerate(_list(d["heads"], f"{path}.heads", nonempty=True)):
             hp = f"{path}.heads[{h}]"
             _obj(hd, hp, ("WV", "WO"), ("WQ", "WK"))
-            WQ = WK = None
             for k in ("WQ", "WK"):
                 if kind == "uniform" and hd.get(k) is not None:
                     bad(f"{hp}.{k}", "must be absent or null for uniform attention")
                 if kind != "uniform" and hd.get(k) is None:
                     bad(hp, f"missing field {k!r} ({kind} attention needs query and key matrices)")
+            WQ = WK = None
             if kind != "uniform":
                 WQ = self.mat(hd["WQ"], None, m, f"{hp}.WQ")
-                WK = self.mat(hd["WK"], len(WQ), m, f"{hp}.WK")
-                sH += len(WQ)
+                WK, sH = self.mat(hd["WK"], len(WQ), m, f"{hp}.WK"), sH + len(WQ)
             WV = self.mat(hd["WV"], None, m, f"{hp}.WV")
             WO = self.mat(hd["WO"], m_out, len(WV), f"{hp}.WO")
             m_out, vH = len(WO), vH + len(WV)
@@ -341,21 +336,17 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     inp = _obj(model["input"], "model.input", ("type",), None)
     tokens = _str(inp["type"], "model.input.type", ("vectors", "tokens")) == "tokens"
     key = "vocab" if tokens else "dim"
-    _obj(inp, "model.input", ("type", key))
-    m = integer(inp[key], f"model.input.{key}", 1)
-    vocab, in_dim = (m, None) if tokens else (None, m)
+    m = integer(_obj(inp, "model.input", ("type", key))[key], f"model.input.{key}", 1)
     ro = _obj(model["readout"], "model.readout", ("position", "decode"))
     position = _str(ro["position"], "model.readout.position", ("last", "all"))
     decode = _str(ro["decode"], "model.readout.decode", ("identity", "argmax"))
-    layers, width = [], 0
+    layers, width, in_size = [], 0, m
     for i, d in enumerate(_list(model["layers"], "model.layers", nonempty=tokens)):
         layer, m, w = rd.layer(d, f"model.layers[{i}]", m, i == 0, tokens)
         layers.append(layer)
         width = max(width, w)
-    out_dim = m
     attention = [i for i, x in enumerate(layers) if isinstance(x, Attention)]
     softmax_at = next((i for i in attention if layers[i].kind == "softmax"), None)
-
     chk = doc["check"]
     eps = None if chk["error_bound"] is None else rd.rat(chk["error_bound"], "check.error_bound")
     if eps is not None and eps < 0:
@@ -363,16 +354,14 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     max_precision = integer(chk["max_precision"], "check.max_precision", 1)
     if softmax_at is not None and decode == "identity" and eps is None:
         bad("check.error_bound", "a model with a softmax layer and identity decode needs an error_bound")
-
     P_rows = len(layers[0].P) if tokens and layers[0].P is not None else None
-    spec = (vocab, in_dim, P_rows, [i for i in attention if layers[i].keys == "others"],
-            next((i for i in attention if layers[i].query == "last"), None), softmax_at, position, decode, out_dim)
+    spec = (in_size if tokens else None, None if tokens else in_size, P_rows,
+            [i for i in attention if layers[i].keys == "others"],
+            next((i for i in attention if layers[i].query == "last"), None), softmax_at, position, decode, m)
     chunks = None
     if doc["version"] == 1:
         ds = _obj(doc["dataset"], "dataset", ("inputs", "labels"))
-        xs = _list(ds["inputs"], "dataset.inputs")
-        inputs, labels, outputs = _examples(rd, spec, xs, _list(ds["labels"], "dataset.labels", len(xs)),
-                                            _list(doc["outputs"], "outputs", len(xs)), "dataset.", "")
+        inputs, labels, outputs = _examples(rd, spec, ds, doc["outputs"], "dataset.", "")
         n_ex = len(inputs)
     else:
         inputs, labels, outputs, chunks, n_ex = [], [], [], [], 0
@@ -387,54 +376,48 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
             n_ex += c["examples"]
         if doc["outputs"] is not None:
             bad("outputs", "must be null in a version-2 certificate (outputs are in the chunks)")
-
     claims = []
     for c, cl in enumerate(_list(doc["claims"], "claims")):
         cp = f"claims[{c}]"
         _obj(cl, cp, ("quantity", "op", "bound"), ("source",))
-        q = _str(cl["quantity"], f"{cp}.quantity", QUANTITIES)
-        op = _str(cl["op"], f"{cp}.op", tuple(OPS))
-        bound = rd.rat(cl["bound"], f"{cp}.bound")
+        q, op = _str(cl["quantity"], f"{cp}.quantity", QUANTITIES), _str(cl["op"], f"{cp}.op", tuple(OPS))
+        claims.append((cl, q, op, rd.rat(cl["bound"], f"{cp}.bound")))
         if "source" in cl:
             _str(cl["source"], f"{cp}.source")
-        claims.append((cl, q, op, bound))
     bits = [abs(x.numerator).bit_length() + x.denominator.bit_length() for x in rd.params]  # bits(p/q)
     relu = sum(1 for x in layers if isinstance(x, FeedForward) or (isinstance(x, Affine) and x.relu))
     measured = {"n_params": len(bits), "n_nonzero": sum(1 for x in rd.params if x), "width": width,
                 "relu_depth": relu, "attention_layers": len(attention), "depth": relu + len(attention),
                 "max_bits": max(bits, default=0), "total_bits": sum(bits), "n_examples": n_ex}
-    return ParsedCertificate(layers, tokens, position, decode, out_dim, softmax_at, inputs, labels, outputs, claims,
+    return ParsedCertificate(layers, tokens, position, decode, m, softmax_at, inputs, labels, outputs, claims,
                              eps, max_precision, measured, 0, chunks, spec)
 
 
-def _examples(rd: _Reader, spec: tuple, xs: list, ys: list, outs: list, where: str, out_where: str):
-    """Validate the examples (inputs, labels, claimed outputs); paths start with ``where``."""
+def _examples(rd: _Reader, spec: tuple, ds: dict, outs, where: str, out_where: str, count: Optional[int] = None):
+    """Validate the examples (``ds`` inputs and labels, claimed outputs ``outs``); paths start with ``where``."""
     vocab, in_dim, P_rows, need2, last_at, softmax_at, position, decode, out_dim = spec
+    xs = _list(ds["inputs"], f"{where}inputs", count)
+    ys, outs = _list(ds["labels"], f"{where}labels", len(xs)), _list(outs, f"{out_where}outputs", len(xs))
     inputs, labels, outputs = [], [], []
     for e in range(len(xs)):
         rd.budget.tick()
         path = f"{where}inputs[{e}]"
-        seq = _list(xs[e], path, nonempty=True)
-        n = len(seq)
+        n = len(_list(xs[e], path, nonempty=True))
         if vocab is not None:
-            inputs.append([integer(t, f"{path}[{s}]", 0, vocab - 1) for s, t in enumerate(seq)])
+            inputs.append([integer(t, f"{path}[{s}]", 0, vocab - 1) for s, t in enumerate(xs[e])])
             if P_rows is not None and n > P_rows:
                 bad(path, f"sequence of length {n} is longer than the {P_rows} rows of model.layers[0].P")
         else:
-            inputs.append([rd.vec(t, in_dim, f"{path}[{s}]") for s, t in enumerate(seq)])
+            inputs.append([rd.vec(t, in_dim, f"{path}[{s}]") for s, t in enumerate(xs[e])])
         for i in need2:
             if (n if last_at is None or last_at >= i else 1) < 2:
                 bad(path, f"model.layers[{i}] attends to keys 'others' of a length-1 sequence (no keys left)")
-        n_out = n if last_at is None else 1
+        n_out, exact = n if last_at is None else 1, softmax_at is None or decode == "argmax"
         labels.append(rd.answer(ys[e], f"{where}labels[{e}]", position, decode, n_out, out_dim, True))
-        if softmax_at is None or decode == "argmax":
-            outputs.append(rd.answer(outs[e], f"{out_where}outputs[{e}]", position, decode, n_out, out_dim,
-                                     False))
-        elif outs[e] is not None:
-            bad(f"{out_where}outputs[{e}]", "must be null: a softmax model with identity decode claims no "
-                                                      "exact output")
-        else:
-            outputs.append(None)
+        if not exact and outs[e] is not None:
+            bad(f"{out_where}outputs[{e}]", "must be null: a softmax model with identity decode claims no exact output")
+        outputs.append(rd.answer(outs[e], f"{out_where}outputs[{e}]", position, decode, n_out, out_dim, False)
+                       if exact else None)
     return inputs, labels, outputs
 
 
@@ -445,11 +428,8 @@ def parse_chunk(cert: ParsedCertificate, k: int, data: bytes, budget: Budget) ->
     where = f"dataset.chunks[{k}] ({file})"
     if hashlib.sha256(data).hexdigest() != digest:
         bad(where, "the chunk file's SHA-256 differs from the certificate's (altered or replaced)")
-    doc = decode_certificate(data, file, budget.limits)
-    _obj(doc, where, ("format", "inputs", "labels", "outputs"))
+    doc = _obj(decode_certificate(data, file, budget.limits), where, ("format", "inputs", "labels", "outputs"))
     if doc["format"] != CHUNK_FORMAT:
         bad(f"{where}.format", f"expected {CHUNK_FORMAT!r}")
-    xs = _list(doc["inputs"], f"{where}.inputs", count)
-    ex = _examples(_Reader(budget), cert.spec, xs, _list(doc["labels"], f"{where}.labels", count),
-                   _list(doc["outputs"], f"{where}.outputs", count), f"{where}.", f"{where}.")
+    ex = _examples(_Reader(budget), cert.spec, doc, doc["outputs"], f"{where}.", f"{where}.", count)
     return replace(cert, inputs=ex[0], labels=ex[1], outputs=ex[2], first=first, chunks=None)

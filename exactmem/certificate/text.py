@@ -1,10 +1,8 @@
 """Decimal text of integers and rationals of any size (kernel; standard library only).
 
-CPython's ``int(str)``/``str(int)`` are quadratic above a few thousand digits and refused past
-``sys.get_int_max_str_digits()``. Here both split a long number in halves around a cached
-power of ten, so the cost is a few big multiplications or divisions per level and never
-depends on that limit (``CHUNK`` is below the smallest limit CPython accepts, 640).
-Messages and witnesses show a number of more than ``SHORT`` digits abbreviated.
+CPython's ``int(str)``/``str(int)`` are quadratic and capped by ``sys.get_int_max_str_digits()``;
+here both split a long number in halves around a cached power of ten (``CHUNK`` < 640, the
+smallest cap CPython accepts). Messages and witnesses abbreviate numbers of over ``SHORT`` digits.
 """
 
 from __future__ import annotations
@@ -58,18 +56,12 @@ def _shown(n: int) -> str:
     return short(int_str(n))
 
 
-def rational_str(x: Fraction, abbreviate: bool = False) -> str:
-    """ "p" or "p/q"; each part abbreviated when ``abbreviate``."""
-    f = _shown if abbreviate else int_str
-    p = f(x.numerator)
-    return p if x.denominator == 1 else f"{p}/{f(x.denominator)}"
-
-
 def fmt(x, abbreviate: bool = True) -> Any:
-    """JSON form of a value: Fraction -> "p/q", int -> int (or its abbreviated text), intervals
-    and lists -> lists."""
+    """JSON form of a value: Fraction -> "p" or "p/q" (each part abbreviated when ``abbreviate``),
+    int -> int (or its abbreviated text), intervals and lists -> lists."""
     if isinstance(x, Fraction):
-        return rational_str(x, abbreviate)
+        f = _shown if abbreviate else int_str
+        return f(x.numerator) if x.denominator == 1 else f"{f(x.numerator)}/{f(x.denominator)}"
     if isinstance(x, (list, tuple)):
         return [fmt(y, abbreviate) for y in x]
     if isinstance(x, int) and not isinstance(x, bool) and abbreviate and x.bit_length() > 3 * SHORT:
