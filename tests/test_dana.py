@@ -13,7 +13,7 @@ import pytest
 from exactmem.certificate.checker import canonical_hash, check_certificate
 from exactmem.certificate.writer import Claim, build_certificate
 from exactmem.pipeline import certify_file
-from exactmem.constructions import dana
+from exactmem.constructions import dana, dana_errata
 from exactmem.data.dana_data import (Conditionals, LookupTable, random_conditionals, random_table, t_epsilon)
 from exactmem.data.dataset import DataError
 from exactmem.model import forward, measure
@@ -124,8 +124,8 @@ def test_T0_plus_one_impossible_for_same_embeddings_and_query_keys():
     seqs = random_table(N, 2, seed=9, T0=T0 + 1).sequences
     A = dana.attention_columns_exact(design, seqs)
     assert len(A[0]) == T0 and dana.exact_rank_columns(A) == T0
-    ob = dana.radon_obstruction(A, a=3, b=7)
-    assert dana.verify_radon_obstruction(A, ob)
+    ob = dana_errata.radon_obstruction(A, a=3, b=7)
+    assert dana_errata.verify_radon_obstruction(A, ob)
     first = LookupTable(N, 2, seqs[:T0], ob.labels[:T0])
     b = dana.build_association(first, d, dh, H, design=design, sigma_min=False)
     assert _certify(b)[1].status == "CERTIFIED"
@@ -137,17 +137,17 @@ def test_planted_wrong_obstructions_refuted():
     design = dana.choose_design(10, 2, 2, 2, 2, "base2", None, seed=4)
     seqs = random_table(10, 2, seed=9, T0=7).sequences
     A = dana.attention_columns_exact(design, seqs)
-    ob = dana.radon_obstruction(A)
+    ob = dana_errata.radon_obstruction(A)
     bad_c = copy.deepcopy(ob)
     bad_c.c[0] += 1
-    assert not dana.verify_radon_obstruction(A, bad_c)
+    assert not dana_errata.verify_radon_obstruction(A, bad_c)
     k = next(i for i, c in enumerate(ob.c) if c > 0)
     bad_lab = copy.deepcopy(ob)
     bad_lab.labels[k] = ob.b
-    assert not dana.verify_radon_obstruction(A, bad_lab)
+    assert not dana_errata.verify_radon_obstruction(A, bad_lab)
     zero = copy.deepcopy(ob)
     zero.c = [0] * len(ob.c)
-    assert not dana.verify_radon_obstruction(A, zero)
+    assert not dana_errata.verify_radon_obstruction(A, zero)
 
 
 def test_d1_rank_bottleneck_rejects_three_labels():
@@ -159,9 +159,9 @@ def test_d1_rank_bottleneck_rejects_three_labels():
 # ---------------------------------------------------------------- errata (note §3.6, §7.3)
 
 def test_corollary1_d2_dh3_rank_bound_bites():
-    f = dana.corollary1_small_d_facts(10, 2, 2, 3, 2, seed=0)
+    f = dana_errata.corollary1_small_d_facts(10, 2, 2, 3, 2, seed=0)
     assert (f["claimed_T0"], f["rank_bound"], f["rank_F"]) == (8, 6, 6)
-    assert dana.verify_radon_obstruction(f["obstruction_features"], f["obstruction"])
+    assert dana_errata.verify_radon_obstruction(f["obstruction_features"], f["obstruction"])
     table = random_table(10, 2, seed=0, T0=8)
     with pytest.raises(dana.RankDeficient, match=r"rank bound d \+ H·min\(d_h, d\) = 6"):
         dana.build_association(table, 2, 3, 2)
@@ -171,7 +171,7 @@ def test_experiment6_accuracy_one_is_beyond_the_proof():
     """Erratum 1 on the paper's own Experiment 6 (App. B: N = 10, S = 2, d = 2, d_h = 5, H = 20,
     "exactly 1 accuracy"): Corollary 2 as printed gives φ(102) = 1, but rank F ≤ 42, so the
     proof supports φ(42) = 1/10 + (9/10)·42/100 = 239/500; the drawn design attains rank 42."""
-    f = dana.experiment6_facts(seed=0)
+    f = dana_errata.experiment6_facts(seed=0)
     assert (f["T0"], f["paper_X"], f["paper_accuracy"]) == (100, 102, 1)
     assert f["rank_bound"] == f["rows_A_prime"] == f["rank_A_prime"] == f["rank_F"] == 42
     assert f["proof_accuracy"] == Fraction(239, 500) == Fraction(1, 10) + Fraction(9, 10) * Fraction(42, 100)
@@ -180,7 +180,7 @@ def test_experiment6_accuracy_one_is_beyond_the_proof():
 
 
 def test_block_diagonal_value_step_fails():
-    f = dana.block_diagonal_instance(seed=0)
+    f = dana_errata.block_diagonal_instance(seed=0)
     assert f["rank_A_prime"] == f["T0"] == 7
     assert f["rank_skip_and_head2"] == 4  # head 2 adds one direction to x_S
     assert f["rank_F"] <= f["bound_for_every_W_V"] == 6 < f["T0"]
@@ -340,9 +340,9 @@ def test_T0_120_both_modes():
 
 
 def test_skip_rows_see_only_the_last_token():
-    f = dana.skip_rank_instance(seed=0)
+    f = dana_errata.skip_rank_instance(seed=0)
     assert (f["claimed_T0"], f["rank_F_all"], f["bound"]) == (5, 4, 4)
-    assert dana.verify_radon_obstruction(f["obstruction_features"], f["obstruction"])
+    assert dana_errata.verify_radon_obstruction(f["obstruction_features"], f["obstruction"])
     table = random_table(10, 2, seed=0, T0=11)  # 7 distinct last tokens
     with pytest.raises(dana.RankDeficient, match="7 distinct last tokens"):
         dana.build_association(table, 10, 1, 1)

@@ -25,6 +25,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 from ..certificate.checker import (Budget, LimitExceeded, Limits, MalformedCertificate, Verdict, check_claims,
                                    check_examples, combine_verdicts, decode_certificate, parse_certificate, precision_cap)
 from ..certificate.chunkfiles import chunk_reader
+from ..certificate.schema import read_bytes
 from ..certificate.fastcheck import (GROUP_EXAMPLES, check_examples_fast, chunk_groups, fast_supported,
                                     merged_chunks)
 from .cluster import dask_client, worker_count
@@ -102,11 +103,7 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
     (worker name → its latest event: shard lo/hi, done/total in ``unit``; see worker_status)."""
     limits = limits or Limits()
     budget = Budget(limits)
-    try:
-        with open(path, "rb") as f:
-            data = f.read(limits.max_bytes + 1)
-    except OSError as e:
-        raise MalformedCertificate(f"cannot read {path}: {e.strerror or e}") from None
+    data = read_bytes(path, limits)  # the bytes the workers get: read once, within max_bytes
     doc = decode_certificate(data, path, limits)
     try:
         cert = parse_certificate(doc, budget)
@@ -136,8 +133,8 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
             # a version-2 chunk goes to the worker that checks it, and to no other
             chunk = () if cert.chunks is None else (groups[i], [c.scatter(read_chunk(cert.chunks[k][0]), hash=False)
                                                                for k in groups[i]])
-            f = c.submit(check_shard, blob, name, doc["hash"], lo, hi, cap, shard_limits, eng, *(chunk or (None, None)),
-                         report, pure=False, key=f"exactmem-check-{doc['hash'][7:19]}-{lo}-{time.monotonic_ns()}")
+            f = c.submit(check_shard, blob, name, doc["hash"], lo, hi, cap, shard_limits, eng, *chunk, report=report,
+                         pure=False, key=f"exactmem-check-{doc['hash'][7:19]}-{lo}-{time.monotonic_ns()}")
             futures[f] = (lo, hi)
         parts = _gather(futures, on_shard)
         unit = f"{len(cert.chunks)} chunks in " if cert.chunks else ""
