@@ -44,6 +44,7 @@ class Row:
     checker: str = "pure"
     engine: str = "auto"
     timings: dict = field(default_factory=dict)  # seconds: build, forward, write (incl. serialise), check
+    hypotheses: List[dict] = field(default_factory=list)  # Built.hypotheses as {name, holds, detail}
 
 
 CHECKERS = ("pure", "fast")
@@ -161,11 +162,13 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
         times["forward"] = time.perf_counter() - t1
         prog.stage("write", f"{prefix}{what} writing the certificate ...")
         m = measure(model)
+        hyps = hypothesis_records(built.hypotheses)
         doc = build_certificate(theorem.name, inst.name, seed, model, ds, outputs, built.claims,
                                 error_bound=built.error_bound,
                                 meta={"source": theorem.source, "statement": theorem.statement,
                                       "params": {k: str(v) for k, v in inst.params.items()},
-                                      "info": {k: str(v) for k, v in built.info.items()}})
+                                      "info": {k: str(v) for k, v in built.info.items()},
+                                      **({"hypotheses": hyps} if hyps else {})})
         del outputs
         fname = f"{theorem.name}.{inst.name}.json" + (".gz" if gzip_output else "")
         k = chunk_examples if chunk_examples is not None else (CHUNK_EXAMPLES if len(ds) > AUTO_CHUNK_ABOVE else 0)
@@ -185,7 +188,7 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
         dt = time.perf_counter() - t0
         row = Row(theorem.name, inst.name, verdict.status, m.n_params, m.width, m.depth, m.max_bits, m.total_bits,
                   dt, path, verdict.message, [str(c) for c in built.claims], paper_counts(model), built.info,
-                  verdict.witness, checker, engine, times)
+                  verdict.witness, checker, engine, times, hyps)
         if own:
             prog.update(1, _done_line(row))
         return row
@@ -248,12 +251,56 @@ def _claims_cell(r: Row) -> str:
     return f"{k} (not reached)" if r.verdict == "REFUTED" else "?"
 
 
+def hypothesis_records(hypotheses) -> List[dict]:
+    """``Built.hypotheses`` as JSON-ready dicts {name, holds (True/False/None), detail}."""
+    from .proof import Hypothesis
+
+    return [Hypothesis(*h)._asdict() for h in hypotheses]
+
+
+def _verdict_cell(r: Row) -> str:
+    """The checker's verdict, qualified when the instance lies outside the theorem's hypotheses
+    (some hypothesis fails) or inside them is not decided: the verdict itself is unchanged."""
+    failed = [h for h in r.hypotheses if h["holds"] is False]
+    if failed:
+        h = failed[0]
+        more = f"; +{len(failed) - 1} more" if len(failed) > 1 else ""
+        return f"{r.verdict} (outside Thm: {_short_name(h)} fails - {_brief(h['detail'])}{more})"
+    if any(h["holds"] is None for h in r.hypotheses):
+        return f"{r.verdict} (Thm hypotheses not all decided)"
+    return r.verdict
+
+
+def _short_name(h: dict) -> str:
+    return h["name"].split(" (")[0]
+
+
+def _brief(detail: str) -> str:
+    return detail.split(":")[0]
+
+
+def _scope_cell(r: Row) -> str:
+    """'k/k hold', or which hypotheses fail / are not decided (details: --json, certificate meta)."""
+    hs = r.hypotheses
+    ok = sum(1 for h in hs if h["holds"] is True)
+    bad = [_short_name(h) for h in hs if h["holds"] is False]
+    open_ = [_short_name(h) for h in hs if h["holds"] is None]
+    parts = [f"{ok}/{len(hs)} hold"] + ([f"fails: {', '.join(bad)}"] if bad else []) + \
+        ([f"not decided: {', '.join(open_)}"] if open_ else [])
+    return "; ".join(parts)
+
+
 def format_table(rows: List[Row]) -> str:
-    """Markdown summary table: theorem, instance, verdict, params, width, depth, bits, time."""
+    """Markdown summary table: theorem, instance, verdict, params, width, depth, bits, time; plus a
+    ``hypotheses`` column when some theorem declares hypotheses (``Built.hypotheses``)."""
     head = ["theorem", "instance", "verdict", "claims", "params", "width", "depth", "max bits", "total bits",
             "time (s)"]
-    body = [[r.theorem, r.instance, r.verdict, _claims_cell(r), str(r.params), str(r.width), str(r.depth),
+    body = [[r.theorem, r.instance, _verdict_cell(r), _claims_cell(r), str(r.params), str(r.width), str(r.depth),
              str(r.max_bits), str(r.total_bits), f"{r.seconds:.2f}"] for r in rows]
+    if any(r.hypotheses for r in rows):
+        head.insert(4, "hypotheses")
+        for b, r in zip(body, rows):
+            b.insert(4, _scope_cell(r) if r.hypotheses else "-")
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
     out = [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]

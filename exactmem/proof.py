@@ -23,7 +23,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
 
 from .certificate.writer import Claim
 from .data.dataset import Dataset
@@ -36,15 +36,31 @@ class ProofFileError(ValueError):
     """A proof file cannot be loaded or does not follow the protocol."""
 
 
+class Hypothesis(NamedTuple):
+    """One hypothesis of the theorem, evaluated exactly on the instance (``docs/proof-files.md``).
+
+    ``holds``: True (proved), False (refuted; ``detail`` gives the witness) or None (not
+    decided, e.g. only randomized evidence; ``detail`` says why). It never changes the
+    checker's verdict: it says whether the instance lies inside the theorem's hypotheses."""
+
+    name: str
+    holds: Optional[bool]
+    detail: str = ""
+
+
 @dataclass
 class Built:
-    """What a construction returns for one instance."""
+    """What a construction returns for one instance.
+
+    ``hypotheses``: the theorem's hypotheses evaluated on this instance (:class:`Hypothesis`,
+    or plain ``(name, holds, detail)`` tuples); empty when the theorem declares none."""
 
     model: Model
     dataset: Dataset
     claims: List[Claim]
     error_bound: Optional[Fraction] = None
     info: Dict[str, Any] = field(default_factory=dict)
+    hypotheses: List[Hypothesis] = field(default_factory=list)
 
 
 @dataclass

@@ -301,7 +301,21 @@ def test_dominance_in_the_built_softmax_model(tmp_path):
 
 def test_certify_small_instances_of_the_proof_file(tmp_path):
     rows = certify_file(PROOF, out_dir=str(tmp_path), seed=0, size="small", quiet=True)
-    assert len(rows) == 9
+    assert len(rows) == 11  # 9 in-scope instances + 2 deliberately outside the hypotheses
     assert {r.verdict for r in rows} == {"CERTIFIED"}, [(r.theorem, r.instance, r.message) for r in rows]
     tiny = [r for r in rows if r.theorem == "mahdavi.softmax" and r.instance == "note-4.7"][0]
     assert tiny.params == 2 * (2 * 3 * 2 + 3 + 1)
+
+
+def test_reconstructed_form_is_loose_at_head_dimension_one():
+    """docs/mahdavi.md 'Which statement is certified': for d_h = 1 the reconstructed T = H(min(n, d_h) - 1) + 1
+    is 1 for every H, yet random rank-1 key-query weights already give a feature matrix of rank 7 (distinct
+    contexts; 5 with a shared one), so a d_v = 1 readout memorizes 7 arbitrary labels."""
+    H, n, d = 3, 3, 6
+    assert M.capacity(H, n, 1) == 1
+    distinct = random_query_context(7, n, d, seed=2)
+    shared = random_query_context(7, n, d, seed=2, shared=True)
+    assert linalg.rank(M.random_weight_features(distinct, H, 1, seed=1, attention="base2")) == 7
+    assert linalg.rank(M.random_weight_features(shared, H, 1, seed=1, attention="hardmax")) == 5
+    with linalg.arb_precision(128):
+        assert M.certified_rank_at_least(M.random_weight_features(distinct, H, 1, seed=1, attention="softmax"), 7)

@@ -8,6 +8,13 @@
   **exact** ranks instead of float ``matrix_rank``. A dependent subset found by either is
   an exact refutation (a witness); "all sampled subsets independent" is evidence only, and
   reported as such with the number of subsets tried.
+* :func:`kruskal_rank_by_kernel`: the exact Kruskal rank through the kernel of the query
+  matrix, C(T, m − 1) rank tests for a kernel of dimension m — polynomial when T − d is
+  small (one rank computation when T ≤ d in general position).
+* :func:`theorem_hypotheses`: the hypotheses of Theorem 1 (Assumption 1, Assumption 2,
+  n < d) evaluated on an instance *without raising*, each as (name, holds, detail) with
+  holds True (proved), False (refuted, witness in the detail) or None (not decided: only
+  the randomized test was affordable) — shown in ``certify``'s verdict table.
 * The **per-partition certificate** of note §4.6 — what the construction really uses, for
   one head-to-subset partition: (i) each X_{S_h} has independent columns; (ii) x^(t) ∉
   span X_{S_h} for h ≥ 2 and t ∉ S_h; (iii) a unique argmax for every saturated pair
@@ -86,7 +93,7 @@ class KruskalResult:
 
     r: int  # the rank tested (or computed)
     holds: Optional[bool]  # True: proved; False: refuted (witness); None: evidence only
-    method: str  # "exhaustive" | "randomized"
+    method: str  # "exhaustive" | "randomized" | "kernel"
     subsets_checked: int
     witness: Optional[Tuple[int, ...]] = None  # a dependent subset (0-based example indices)
     independent_fraction: Optional[Fraction] = None
@@ -142,6 +149,52 @@ def kruskal_rank(vectors: Sequence[Sequence[Fraction]], max_subsets: int = 200_0
     return KruskalResult(T, True, "exhaustive", checked)
 
 
+def _normal(rows: List[List[int]]) -> Optional[List[int]]:
+    """The normal of the hyperplane spanned by m − 1 integer vectors of Z^m; None if they are dependent."""
+    M = linalg.fmpz_matrix(rows)
+    N, nullity = M.nullspace()
+    if nullity != 1:
+        return None
+    return [int(N[i, 0]) for i in range(N.nrows())]
+
+
+def kruskal_rank_by_kernel(vectors: Sequence[Sequence[Fraction]], max_hyperplanes: int = 200_000
+                           ) -> Optional[KruskalResult]:
+    """The exact Kruskal rank through the kernel of X = [x_1 … x_T] (a dual of the subset search).
+
+    With B (T × m) a basis of ker X, a subset S is dependent iff the rows b_t, t ∉ S, lie in a
+    hyperplane of Q^m. So Kruskal rank = T − N* − 1, where N* is the largest number of rows
+    b_t in one hyperplane; a largest hyperplane is spanned by m − 1 of the rows (m ≥ 2), so
+    C(T, m − 1) exact rank tests decide it — cheap when T is not much larger than rank X
+    (and m = 0, T ≤ d in general position, takes a single rank computation). Returns None
+    when C(T, m − 1) exceeds ``max_hyperplanes``; the witness is a smallest dependent subset.
+    """
+    T = len(vectors)
+    ints = _integer_vectors(vectors)
+    K = linalg.integer_kernel([list(c) for c in zip(*ints)], reduce=False)  # c ∈ Z^T with X c = 0
+    m = len(K)
+    if m == 0:
+        return KruskalResult(T, True, "kernel", 1)
+    if comb(T, m - 1) > max_hyperplanes:
+        return None
+    B = [[k[t] for k in K] for t in range(T)]  # row b_t of the T × m kernel basis
+    Bm = linalg.fmpz_matrix(B)
+    best: Tuple[int, ...] = tuple(t for t in range(T) if not any(B[t]))  # m = 1: the hyperplane {0}
+    checked = 1 if m == 1 else 0
+    if m >= 2:
+        for idx in combinations(range(T), m - 1):
+            checked += 1
+            nu = _normal([B[t] for t in idx])
+            if nu is None:
+                continue
+            P = Bm * linalg.fmpz_matrix([[v] for v in nu])
+            inside = tuple(t for t in range(T) if P[t, 0] == 0)
+            if len(inside) > len(best):
+                best = inside
+    dependent = tuple(t for t in range(T) if t not in set(best))
+    return KruskalResult(T - len(best) - 1, True, "kernel", checked, dependent)
+
+
 def kruskal_randomized(vectors: Sequence[Sequence[Fraction]], r: int, trials: int, seed: int) -> KruskalResult:
     """The paper's randomized subset test (note §2.2) with *exact* ranks.
 
@@ -188,6 +241,96 @@ def check_query_kruskal(data: QueryContextData, r: Optional[int] = None, exhaust
                               f"({res.method} test, {res.subsets_checked} subsets checked), so the Kruskal rank is "
                               f"< {r}", res.witness, res)
     return res
+
+
+# ----------------------------------------------------------------------------- Theorem 1's hypotheses
+
+ASSUMPTION_1 = "Assumption 1 (Kruskal rank of the queries >= n)"
+ASSUMPTION_2 = "Assumption 2 (rank E^(t) = n)"
+N_BELOW_D = "n < d"
+HYPOTHESES_EXHAUSTIVE_LIMIT = 100_000  # C(T, n) subsets decided exhaustively (about 12 µs each)
+_A1_MEMO: Dict[tuple, Tuple[Optional[bool], str]] = {}  # the same data built by several theorems: decide once
+
+
+def _kruskal_rank_below(vectors, r: int, limit: int) -> Optional[int]:
+    """The exact Kruskal rank when it is < r and every C(T, r') (r' < r) is within ``limit``; else None."""
+    for r2 in range(1, r):
+        if comb(len(vectors), r2) > limit:
+            return None
+        if not kruskal_at_least(vectors, r2, max_subsets=limit).holds:
+            return r2 - 1
+    return r - 1
+
+
+def assumption1_status(data: QueryContextData, exhaustive_limit: int = HYPOTHESES_EXHAUSTIVE_LIMIT,
+                       trials: int = 2000, seed: int = 0) -> Tuple[Optional[bool], str]:
+    """Assumption 1 (note §2.1), decided exactly by :func:`kruskal_rank_by_kernel` when C(T, m − 1)
+    ≤ ``exhaustive_limit`` (m = T − rank of the queries), else exhaustively when C(T, r) ≤
+    ``exhaustive_limit`` (r = min(n, T)). Otherwise the paper's randomized test with exact
+    ranks: a dependent subset refutes (False), "all sampled subsets independent" is evidence only (None, not decided). For
+    T < n the assumption is read as "Kruskal rank ≥ min(n, T)" (all T queries independent)."""
+    key = (tuple(data.queries), data.n, exhaustive_limit, trials, seed)
+    if key not in _A1_MEMO:
+        if len(_A1_MEMO) >= 8:
+            _A1_MEMO.clear()
+        _A1_MEMO[key] = _assumption1(data, exhaustive_limit, trials, seed)
+    return _A1_MEMO[key]
+
+
+def _assumption1(data: QueryContextData, exhaustive_limit: int, trials: int, seed: int) -> Tuple[Optional[bool], str]:
+    n, T = data.n, data.T
+    r = min(n, T)
+    total = comb(T, r)
+    short = f" (T = {T} < n: read as Kruskal rank >= min(n, T) = {T})" if T < n else ""
+    dual = kruskal_rank_by_kernel(data.queries, max_hyperplanes=exhaustive_limit)
+    if dual is not None:
+        k = dual.subsets_checked
+        how = (f"all T = {T} queries linearly independent, exact rank" if dual.r == T and dual.method == "kernel"
+               and k == 1 else f"kernel method, {k} hyperplane{'s' if k != 1 else ''}, exact ranks")
+        if dual.r >= r:
+            return True, f"exact: Kruskal rank {dual.r} >= {r} ({how}){short}"
+        return False, (f"Kruskal rank {dual.r} < n = {n}: the queries of examples {list(dual.witness)} are linearly "
+                       f"dependent ({how}){short}")
+    if total <= exhaustive_limit:
+        res = kruskal_at_least(data.queries, r, max_subsets=exhaustive_limit)
+        if res.holds:
+            return True, (f"exhaustive: all C({T}, {r}) = {total} subsets of {r} queries independent "
+                          f"(exact ranks){short}")
+        kr = _kruskal_rank_below(data.queries, r, exhaustive_limit)
+        rank = f"Kruskal rank {kr} < n = {n}" if kr is not None else f"Kruskal rank < {r}"
+        return False, (f"{rank}: the queries of examples {list(res.witness)} are linearly dependent "
+                       f"(exhaustive, exact ranks){short}")
+    res = kruskal_randomized(data.queries, r, trials, seed)
+    if res.holds is False:
+        return False, (f"Kruskal rank < n = {n}: the queries of examples {list(res.witness)} are linearly dependent "
+                       f"(randomized test, seed {seed}, exact ranks)")
+    m = T - linalg.rank(data.queries)
+    return None, (f"not decided: C({T}, {r}) = {total} subsets and C({T}, {m - 1}) kernel hyperplanes (kernel "
+                  f"dimension {m}) exceed the exhaustive limit {exhaustive_limit}; "
+                  f"the randomized test (seed {seed}) found all {trials} sampled subsets independent (exact ranks) "
+                  "- evidence only")
+
+
+def assumption2_status(data: QueryContextData) -> Tuple[bool, str]:
+    """Assumption 2 (note §2.1): rank E^(t) = n for every t, decided exactly; never raises."""
+    n = data.n
+    ranks = context_ranks(data)
+    bad = [t for t, r in enumerate(ranks) if r < n]
+    if bad:
+        return False, "; ".join(f"rank E^({t}) = {ranks[t]}" for t in bad[:5]) + f" < n = {n} (examples {_shown(bad)})"
+    distinct = len(data.context_classes()[0])
+    return True, f"exact: rank E^(t) = n = {n} for all {data.T} examples ({distinct} distinct contexts)"
+
+
+def theorem_hypotheses(data: QueryContextData, exhaustive_limit: int = HYPOTHESES_EXHAUSTIVE_LIMIT,
+                       trials: int = 2000, seed: int = 0) -> List[Tuple[str, Optional[bool], str]]:
+    """Theorem 1's hypotheses (note §2.1, §3.1) on ``data``: Assumption 1, Assumption 2 and n < d,
+    each as (name, holds, detail). Exact, except Assumption 1 beyond ``exhaustive_limit``
+    subsets, which is refuted with a witness or left undecided (None)."""
+    a1 = assumption1_status(data, exhaustive_limit, trials, seed)
+    a2 = assumption2_status(data)
+    nd = (data.n < data.d, f"n = {data.n} {'<' if data.n < data.d else '>='} d = {data.d}")
+    return [(ASSUMPTION_1, *a1), (ASSUMPTION_2, *a2), (N_BELOW_D, *nd)]
 
 
 # ----------------------------------------------------------------------------- note §4.6 certificate

@@ -193,3 +193,18 @@ def note_tiny_example() -> QueryContextData:
     contexts = (((1, 0, 0), (0, 1, 1)), ((1, 1, 0), (0, 0, 1)), ((2, 0, 1), (0, 1, 0)))
     return QueryContextData((e(0), e(1), e(2)), contexts, (1, -2, 3), "real", None, None,
                             "note §4.7 tiny example")
+
+
+def kruskal_deficient_example() -> QueryContextData:
+    """T = 5 examples with n = 3, d = 4 *outside* Assumption 1 (note §2.1): x^(2) = x^(0) + x^(1),
+    so the queries' Kruskal rank is 2 < n = 3. Assumption 2 and n < d hold, and the note §4.6
+    per-partition certificate holds for a non-consecutive partition (H = 2, d_h = 3), so the
+    construction still memorizes — of a statement outside Theorem 1's hypotheses."""
+    q = ((1, 0, 0, 0), (0, 1, 0, 0), (1, 1, 0, 0), (0, 0, 1, 0), (1, 2, 3, 5))
+    contexts = (((1, 0, 2, 0), (0, 1, 0, 3), (2, 1, 1, 1)), ((1, 1, 0, 0), (0, 1, 1, 0), (0, 0, 1, 1)),
+                ((2, 0, 0, 1), (0, 2, 1, 0), (1, 0, 2, 0)), ((1, 2, 0, 0), (0, 0, 1, 2), (3, 0, 0, 1)),
+                ((0, 1, 2, 0), (1, 0, 0, 2), (2, 2, 1, 0)))
+    return QueryContextData(tuple(tuple(Fraction(v) for v in x) for x in q),
+                            tuple(tuple(tuple(Fraction(v) for v in row) for row in E) for E in contexts),
+                            (Fraction(1), Fraction(-2), Fraction(3), Fraction(1, 2), Fraction(5)), "real", None, None,
+                            "Kruskal rank 2 < n = 3 (x2 = x0 + x1)")

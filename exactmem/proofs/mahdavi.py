@@ -14,14 +14,23 @@ Claims, computed from the paper's formulas for each instance and compared by the
 T = H(min(n, d_h) − 1) + 1 examples; P = H(2·d·d_h + d·d_v + d_v·d_o) parameters with
 d_v = d_o = 1 (plus the 2C entries of the fixed class decoder); one attention layer, no
 ReLU; width H·d_h (or C).
+
+Hypotheses (``Built.hypotheses``, shown in ``certify``'s table): Theorem 1 assumes
+Assumption 1 (Kruskal rank of the queries ≥ n), Assumption 2 (rank E^(t) = n) and n < d
+(note §2.1, §3.1). Each is evaluated exactly on the instance
+(``exactmem.data.assumptions.theorem_hypotheses``; Assumption 1 exhaustively up to 10^5
+subsets, beyond that refuted by a witness or "not decided"). The construction needs only the
+note §4.6 per-partition certificate, so it may certify an instance outside them; the table
+then says so. The ``outside-*`` instances are deliberately outside.
 """
 
 from fractions import Fraction
 
 from exactmem.certificate.writer import Claim
 from exactmem.constructions import mahdavi
-from exactmem.data.mahdavi_data import note_tiny_example, random_query_context
-from exactmem.proof import Built, Instance, Theorem
+from exactmem.data.assumptions import theorem_hypotheses
+from exactmem.data.mahdavi_data import kruskal_deficient_example, note_tiny_example, random_query_context
+from exactmem.proof import Built, Hypothesis, Instance, Theorem
 
 SOURCE = "Mahdavi, Liao, Thrampoulidis (ICLR 2024), Thm 1; construction of note mahdavi.md §4"
 
@@ -34,6 +43,8 @@ NOTE_47 = {"partition": [[0, 1], [2]],
 def _data(params, seed):
     if params.get("note47"):
         return note_tiny_example()
+    if params.get("kruskal_deficient"):
+        return kruskal_deficient_example()
     T = mahdavi.capacity(params["H"], params["n"], params["d_h"])
     return random_query_context(T, params["n"], params["d"], seed, shared=params.get("shared", False),
                                 coord_range=params.get("coord_range", 5), coord_den=params.get("coord_den", 1),
@@ -67,8 +78,14 @@ def _build(mode):
                                     eps=eps, seed=seed, **overrides)
         error_bound = info.error_bound if mode == "softmax" and data.label_kind == "real" else None
         return Built(model, data.to_dataset(), _claims(data, H, d_h, params.get("classes")), error_bound,
-                     info.summary())
+                     info.summary(), hypotheses(data, seed))
     return build
+
+
+def hypotheses(data, seed=0):
+    """Theorem 1's hypotheses on ``data`` (Assumption 1, Assumption 2, n < d), exactly where
+    decidable (``theorem_hypotheses``)."""
+    return [Hypothesis(*h) for h in theorem_hypotheses(data, seed=seed)]
 
 
 def _inst(name, sizes, **p):
@@ -78,9 +95,12 @@ def _inst(name, sizes, **p):
 THEOREMS = [
     Theorem(
         name="mahdavi.softmax",
-        statement="Under Assumption 2 and the per-partition certificate of note §4.6, one softmax attention layer "
-                  "with H heads of dimension d_h memorizes T = H(min(n, d_h) - 1) + 1 real labels: every output is "
-                  "within the stated error bound of its label.",
+        statement="Theorem 1 as reconstructed in note §3.1/§4 (the published form is unverified): under "
+                  "Assumption 1 (Kruskal rank of the queries >= n), Assumption 2 (rank E^(t) = n) and n < d, one "
+                  "softmax attention layer with H heads of dimension d_h and d_v = 1 memorizes T = H(min(n, d_h) - 1)"
+                  " + 1 real labels: every output is within the stated error bound of its label. The construction "
+                  "itself needs only Assumption 2 and the per-partition certificate of note §4.6; the hypotheses "
+                  "are evaluated per instance and reported.",
         source=SOURCE,
         build=_build("softmax"),
         instances=[
@@ -91,12 +111,13 @@ THEOREMS = [
             _inst("H3-n4-d8-solve", ("small", "medium"), H=3, n=4, d=8, d_h=4, design="solve"),
             _inst("H8-n8-d64", ("medium", "large"), H=8, n=8, d=64, d_h=8),
             _inst("H8-n16-d64-shared", ("large",), H=8, n=16, d=64, d_h=16, shared=True),
+            _inst("outside-kruskal2-n3", ("small", "medium"), kruskal_deficient=True, H=2, d_h=3),
         ],
     ),
     Theorem(
         name="mahdavi.softmax_classes",
-        statement="The same layer with a fixed nearest-integer decoder memorizes T = H(min(n, d_h) - 1) + 1 class "
-                  "labels: the argmax is certified.",
+        statement="The same layer (same hypotheses) with a fixed nearest-integer decoder memorizes "
+                  "T = H(min(n, d_h) - 1) + 1 class labels: the argmax is certified.",
         source=SOURCE,
         build=_build("softmax"),
         instances=[
@@ -106,8 +127,8 @@ THEOREMS = [
     ),
     Theorem(
         name="mahdavi.hardmax",
-        statement="In the saturation limit (hardmax attention) the construction is exact in Q: T = H(min(n, d_h) - 1)"
-                  " + 1 real labels are output exactly.",
+        statement="In the saturation limit (hardmax attention) the construction is exact in Q: under the same "
+                  "hypotheses, T = H(min(n, d_h) - 1) + 1 real labels are output exactly (d_v = 1).",
         source=SOURCE,
         build=_build("hardmax"),
         instances=[
@@ -115,6 +136,7 @@ THEOREMS = [
             _inst("H4-n6-d16-shared", ("small", "medium"), H=4, n=6, d=16, d_h=6, shared=True, design="solve"),
             _inst("H3-n5-d12", ("small", "medium"), H=3, n=5, d=12, d_h=5, design="solve"),
             _inst("H8-n8-d64", ("medium", "large"), H=8, n=8, d=64, d_h=8, design="solve"),
+            _inst("outside-n4-d4", ("small", "medium"), H=2, n=4, d=4, d_h=4, design="solve", coord_range=20),
         ],
     ),
 ]
