@@ -6,10 +6,13 @@
   also holds their claims).
 * ``kajitsuka.deep_sets``, ``kajitsuka.deep_sets_phi`` — Theorem D.1, deep sets
   (:mod:`exactmem.proofs.kajitsuka_deep_sets`, ``docs/deep-sets.md``).
+* ``kajitsuka.limited_bits``, ``kajitsuka.embedding`` — Theorems F.1 and E.1
+  (:mod:`exactmem.proofs.kajitsuka_variants`, ``docs/kajitsuka-variants.md``).
 """
 
 from ._kajitsuka_core import *  # noqa: F401,F403 - the core theorems' build, claims and bounds
 from ._kajitsuka_core import THEOREMS as CORE_THEOREMS
 from .kajitsuka_deep_sets import THEOREMS as DEEP_SETS_THEOREMS
+from .kajitsuka_variants import THEOREMS as VARIANT_THEOREMS
 
-THEOREMS = list(CORE_THEOREMS) + list(DEEP_SETS_THEOREMS)
+THEOREMS = list(CORE_THEOREMS) + list(VARIANT_THEOREMS) + list(DEEP_SETS_THEOREMS)
