@@ -35,12 +35,14 @@ sys.path.insert(0, ROOT)
 from exactmem.certificate.checker import check_certificate  # noqa: E402
 from exactmem.certificate.writer import Claim, build_certificate  # noqa: E402
 from exactmem.constructions import dana  # noqa: E402
+from exactmem.constructions import dana_distribution as DD  # noqa: E402
 from exactmem.data.dana_data import spread_table  # noqa: E402
 from exactmem.model import measure  # noqa: E402
 
 START, END = "<!-- dana-table:start -->", "<!-- dana-table:end -->"
 XSTART, XEND = "<!-- dana-extras:start -->", "<!-- dana-extras:end -->"
 ESTART, EEND = "<!-- dana-experiments:start -->", "<!-- dana-experiments:end -->"
+TSTART, TEND = "<!-- dana-theory:start -->", "<!-- dana-theory:end -->"
 
 # Training accuracies from the note's §5 (the official repository's CSVs): (experiment, N, d, d_h, H, accuracy)
 EXPERIMENTS = (
@@ -195,7 +197,7 @@ def prop3_markdown() -> str:
         kls = []
         for lam in (10, 100, 1000):
             logits = [[lam * (x * pts[g][0] + y * pts[g][1]) for x, y in pts] for g in range(N)]
-            kls.append(dana.kl_upper_bound_from_logits(data, logits))
+            kls.append(DD.kl_upper_bound_from_logits(data, logits))
         out.append(f"| {N} | {float(m):.6f} (exact rational, {m.denominator.bit_length()}-bit denominator) | "
                    f"[{float(lo):.6f}, {float(hi):.6f}] | " + " | ".join(f"{float(k):.3e}" for k in kls) + " |")
     return "\n".join(out)
@@ -240,36 +242,77 @@ def experiments_markdown(seed: int = 0) -> str:
     return "\n".join(out)
 
 
+def _iv(x, digits: int = 4) -> str:
+    """An enclosure [lo, hi] (or an exact number) printed outward-rounded (display only)."""
+    from exactmem.enclosure import Interval, decimal
+
+    if isinstance(x, Interval):
+        if x.lo == x.hi:
+            return decimal(x.lo, digits)
+        return f"[{decimal(x.lo, digits)}, {decimal(x.hi, digits, up=True)}]"
+    return decimal(Fraction(x), digits)
+
+
 def theorem1_markdown(seed: int = 0) -> str:
-    """Theorem 1 (note §2): T_ε, heads, certified d_KL(π, T) and the computable terms of bound (4)."""
+    """Theorem 1 (note §2), mode (a) exact networks: certified verdict, d_KL enclosures, C of eq. (14)
+    and the sketch's C enclosed rigorously (``dana_distribution.theorem1_bound_report``), bound (4)
+    decided. Rows with T_ε < d + H·d_h have no square P₁VP₁ᵀ: the paper's C is undefined there."""
+    from exactmem.constructions import dana_distribution as DD
     from exactmem.data.dana_data import random_conditionals, t_epsilon
 
-    out = ["| N | S | d | d_h | ε | T_ε | H | verdict (logits = W E(t) ± 2^-10 on the T_ε sequences) | "
-           "bits B | d_KL(π, T) ≤ | d_KL(π, f_{W,E}) ≤ | ε·max‖W E(t)‖₂ ≤ | C sketch / eq. (14) (float est.) | "
-           "bound (4) with C of eq. (14): d_KL(π,f) + Cε‖WE‖ (float est.) |",
-           "|" + "---|" * 14]
+    head = ["N", "S", "d", "d_h", "ε", "T_ε", "H", "verdict (logits = W E(t) exactly on the T_ε sequences)",
+            "d_KL(π, T) ∈", "d_KL(π, f) ∈", "π(S₂)", "C of eq. (14) ∈", "sketch's C ∈", "‖W E‖₂ ∈",
+            "d_KL(π,T) − d_KL(π,f) ∈", "C ε ‖W E‖₂ ∈", "(4) as printed", "(13) with factor 2"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for N, d, dh in ((4, 2, 2), (4, 3, 3), (6, 4, 2)):
         data = random_conditionals(N, 2, seed)
-        W, E = dana.fit_encoder(data, d, seed)
-        logits_f = dana.encoder_logits(W, E)
-        kl_f = dana.kl_upper_bound_from_logits(data, logits_f)
-        worst = max(dana._sqrt_upper(sum(x * x for x in v)) for v in logits_f)
         for eps in (Fraction(0), Fraction(1, 4), Fraction(1, 2)):
-            tol = Fraction(1, 1024)
-            b = dana.build_distribution(data, d, dh, eps, seed=seed, tol=tol)
-            doc = build_certificate("dana.theorem1", "x", seed, b.model, b.dataset, [None] * len(b.dataset), [],
-                                    error_bound=tol)
+            b = DD.build_distribution(data, d, dh, eps, mode="base2", seed=seed)
+            doc = build_certificate("dana.theorem1", "x", seed, b.model, b.dataset, list(map(list, b.dataset.labels)),
+                                    [], error_bound=Fraction(0))
             v = check_certificate(doc)
-            kl_T = dana.kl_upper_bound(b.model, data)
-            from exactmem.data.dana_data import likely_order
-            order = likely_order(data)
-            seqs_all = [data.sequences[i] for i in order]
-            C = dana.paper_C_estimates(b.design, seqs_all, t_epsilon(data, eps))
-            Cs = f"{C['C_sketch']:.3g} / {C['C_eq14']:.3g}" if C else "—"
-            b4 = f"{float(kl_f) + C['C_eq14'] * float(eps * worst):.4g}" if C else "—"
-            out.append(f"| {N} | 2 | {d} | {dh} | {eps} | {t_epsilon(data, eps)} | {b.design.H} | {v.status} | "
-                       f"{b.info['bits']} | {float(kl_T):.4f} | {float(kl_f):.4f} | {float(eps * worst):.4f} | {Cs} | {b4} |")
+            Te = t_epsilon(data, eps)
+            cells = [N, 2, d, dh, eps, Te, b.design.H, v.status + (" (exact)" if v.precision is None else "")]
+            if d + b.design.H * dh != Te:
+                from exactmem.enclosure import Interval
+
+                kT = Interval(*DD.kl_enclosure(b.model, data))
+                cells += [_iv(kT), "—", "—", "— (T_ε < d + H d_h)", "—", "—", "—", "—", "—", "—"]
+            else:
+                rep = DD.theorem1_bound_report(data, b, eps)
+                r = rep.results
+                C, we = r["C_eq14"], r["||W E||_2"]
+                cells += [_iv(r["d_KL(pi, T)"]), _iv(r["d_KL(pi, f)"]), _iv(r["pi(S2)"]), _iv(C),
+                          _iv(r["C_sketch"]), _iv(we), _iv(r["d_KL(pi, T) - d_KL(pi, f)"]),
+                          _iv(type(C)(C.lo * eps * we.lo, C.hi * eps * we.hi)),
+                          rep.steps[0].status.upper(), rep.steps[1].status.upper()]
+            out.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(out)
+
+
+def theory_markdown(seed: int = 0) -> str:
+    """Prop. 1, Theorem 2 and Theorem 3 / Lemma 4: every step of the proof file's reports, as tables."""
+    from exactmem.proofs import dana as P
+
+    parts = ["### Theorem 1: bound (4) with C enclosed rigorously (mode (a), exact readout)",
+             theorem1_markdown(seed)]
+    runs = [("Proposition 1", P.run_prop1, {"N": 4, "S": 2, "d": 2, "dh": 2, "H": 2}),
+            ("Proposition 1", P.run_prop1, {"N": 8, "S": 2, "d": 4, "dh": 4, "H": 3}),
+            ("Theorem 2", P.run_theorem2, {"N": 3, "S": 2, "d": 3}),
+            ("Theorem 2", P.run_theorem2, {"N": 3, "S": 2, "d": 3, "W": "centred"}),
+            ("Theorem 2", P.run_theorem2, {"d": 5, "jensen": True}),
+            ("Theorem 3 / Lemma 4", P.run_theorem3, {"N": 3, "S": 2, "d": 3})]
+    for _, run, p in runs:
+        parts.append(run(dict(p, seed=seed)).to_markdown().replace("## ", "### ", 1))
+    from exactmem.constructions import dana_bounds as DB
+    from exactmem.constructions import dana_distribution as DD
+
+    for N, d, eps in ((3, 3, Fraction(1, 4)), (4, 4, Fraction(1, 8))):
+        data = DB.zero_conditionals(N, 2, seed)
+        W, E, _ = DB.theorem3_encoder(data, d, eps)
+        b = DD.build_distribution(data, d, 1, eps, mode="base2", seed=seed, tol=Fraction(0), encoder=(W, E))
+        parts.append(DB.theorem3_network_report(data, b, eps, eps).to_markdown().replace("## ", "### ", 1))
+    return "\n\n".join(parts)
 
 
 def timing(Hs, seed: int = 0, N: int = 50, d: int = 10, dh: int = 10):
@@ -322,16 +365,22 @@ def main(argv=None):
     ap.add_argument("--no-base2-certify", action="store_true")
     ap.add_argument("--no-sigma", action="store_true", help="skip the certified σ_min bound")
     ap.add_argument("--no-write", action="store_true")
-    ap.add_argument("--extras", action="store_true", help="only the Prop. 3 and Theorem 1 tables")
+    ap.add_argument("--extras", action="store_true", help="only the conditioning, Prop. 3 and experiments tables")
+    ap.add_argument("--theory", action="store_true", help="only Theorem 1's rigorous C, Prop. 1, Thm 2, Thm 3")
     ap.add_argument("--timing", metavar="H,H,...", help="mode (a) seconds per stage at N = 50, d = d_h = 10")
     args = ap.parse_args(argv)
     if args.timing:
         timing([int(h) for h in args.timing.split(",")], args.seed)
         return
+    if args.theory:
+        md = theory_markdown(args.seed)
+        print(md)
+        if not args.no_write:
+            write_doc(md, os.path.join(ROOT, "docs", "dana.md"), TSTART, TEND)
+        return
     if args.extras:
         md = ("### Query-key choices and conditioning (note §3.6)\n\n" + conditioning_markdown(args.seed)
-              + "\n\n### Proposition 3 (circle target)\n\n" + prop3_markdown()
-              + "\n\n### Theorem 1 (distributions)\n\n" + theorem1_markdown(args.seed))
+              + "\n\n### Proposition 3 (circle target)\n\n" + prop3_markdown())
         ex = experiments_markdown(args.seed)
         print(md + "\n\n" + ex)
         if not args.no_write:

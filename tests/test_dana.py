@@ -13,7 +13,7 @@ import pytest
 from exactmem.certificate.checker import canonical_hash, check_certificate
 from exactmem.certificate.writer import Claim, build_certificate
 from exactmem.pipeline import certify_file
-from exactmem.constructions import dana, dana_errata
+from exactmem.constructions import dana, dana_distribution, dana_errata
 from exactmem.data.dana_data import (Conditionals, LookupTable, random_conditionals, random_table, t_epsilon)
 from exactmem.data.dataset import DataError
 from exactmem.model import forward, measure
@@ -292,7 +292,7 @@ def test_theorem1_base2_exact_logits():
     """Theorem 1 in mode (a): the softmax2 network's logits are exactly W E(t) on the T_ε sequences."""
     data = random_conditionals(4, 2, seed=0)
     tol = Fraction(1, 1024)
-    b = dana.build_distribution(data, 2, 2, 0, mode="base2", seed=0, tol=tol)
+    b = dana_distribution.build_distribution(data, 2, 2, 0, mode="base2", seed=0, tol=tol)
     assert b.model.layers[1].kind == "softmax2"
     out = forward(b.model, b.dataset.inputs).outputs
     assert out == [list(lab) for lab in b.dataset.labels]  # exactly W E(t): error 0 ≤ tol
@@ -310,18 +310,18 @@ def test_theorem1_base2_exact_logits():
 def test_theorem1_kl_bound_certified():
     data = random_conditionals(3, 2, seed=1)
     tol = Fraction(1, 1024)
-    b = dana.build_distribution(data, 2, 2, 0, seed=0, tol=tol)
+    b = dana_distribution.build_distribution(data, 2, 2, 0, seed=0, tol=tol)
     _, v = _certify(b, [Claim("n_examples", "==", 9)], error_bound=tol)
     assert v.status == "CERTIFIED", v.message
-    W, E = dana.fit_encoder(data, 2, 0)
-    kl_f = dana.kl_upper_bound_from_logits(data, dana.encoder_logits(W, E))
-    kl_T = dana.kl_upper_bound(b.model, data)
+    W, E = dana_distribution.fit_encoder(data, 2, 0)
+    kl_f = dana_distribution.kl_upper_bound_from_logits(data, dana_distribution.encoder_logits(W, E))
+    kl_T = dana_distribution.kl_upper_bound(b.model, data)
     # ε = 0: T = W E(t) ± tol on every sequence, and |Δ log softmax| ≤ 2·tol
     assert 0 < kl_T <= kl_f + 2 * tol
     # d ≥ N − 1: the encoder is exact up to the 2^-40 rounding of the logarithms
     data3 = random_conditionals(3, 1, seed=2)
-    W3, E3 = dana.fit_encoder(data3, 2, 0)
-    assert dana.kl_upper_bound_from_logits(data3, dana.encoder_logits(W3, E3)) < Fraction(1, 2 ** 30)
+    W3, E3 = dana_distribution.fit_encoder(data3, 2, 0)
+    assert dana_distribution.kl_upper_bound_from_logits(data3, dana_distribution.encoder_logits(W3, E3)) < Fraction(1, 2 ** 30)
 
 
 def test_proof_file_small_instances_certified(tmp_path):

@@ -43,15 +43,15 @@ def test_proposition2_converse_fails_when_the_rank_is_low(monkeypatch):
 
 def test_proposition2_positive_part_refuses_a_too_small_bound(monkeypatch):
     # a wrong encoder (logits off by 1/8 on one token) cannot meet the 2^-(b-4) bound
-    from exactmem.constructions import dana
+    from exactmem.constructions import dana_distribution
 
-    real = dana.log_prob_targets
+    real = dana_distribution.log_prob_targets
 
     def skewed(data, b):
         out = real(data, b)
         return [[z[0] + Fraction(1, 8), z[1] - Fraction(1, 8)] + z[2:] for z in out]
 
-    monkeypatch.setattr(dana, "log_prob_targets", skewed)
+    monkeypatch.setattr(dana_distribution, "log_prob_targets", skewed)
     rep = encoders.proposition2_report(3, 2, 2, frac_bits=(20,))
     assert not rep.ok
 

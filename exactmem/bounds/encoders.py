@@ -54,7 +54,8 @@ def proposition2_report(N: int, S: int, d: int, seed: int = 0, frac_bits=(10, 20
     gives softmax(W E(t)) = π(·|t): d_KL = 0. Rational E at 2^−b show it with a rigorous KL
     upper bound per b. d < N − 1: dyadic π whose centred log-probability matrix has rank > d
     (exact, integer matrix): no f ∈ L reaches it, and (Lemma 1's closedness) none comes close."""
-    from ..constructions.dana import exact_rank_columns, kl_upper_bound_from_logits, log_prob_targets
+    from ..constructions.dana import exact_rank_columns
+    from ..constructions.dana_distribution import kl_upper_bound_from_logits, log_prob_targets
 
     rep = Report(f"Proposition 2: N = {N}, S = {S}, d = {d}")
     if d >= N - 1:
@@ -103,7 +104,8 @@ def proposition3_report(N: int, S: int, d: int, seed: int = 0, targets=(10, 30))
     KL(π(·|t) ‖ softmax λ W W_g) = log(1 + Σ_{j≠g} e^{−λ(1 − ⟨W_j, W_g⟩)}) ≤ (N − 1) e^{−λ m} → 0.
     For each target 2^−k the smallest integer λ with (N − 1)e^{−λ m} ≤ 2^−k is found and checked,
     and the actual d_KL at that λ is bounded with Arb."""
-    from ..constructions.dana import circle_margin, circle_points, kl_upper_bound_from_logits
+    from ..constructions.dana import circle_margin, circle_points
+    from ..constructions.dana_distribution import kl_upper_bound_from_logits
     from ..data.dana_data import Conditionals, random_table
 
     rep = Report(f"Proposition 3: N = {N}, S = {S}, d = {d}")

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..data.dana_data import Conditionals, LookupTable, likely_order, t_epsilon
+from ..data.dana_data import LookupTable
 from ..data.dataset import DataError, Dataset
 from ..model.layers import Affine, Attention, Embed, Head, Model
 from ..numbers import bits, least_true, round_to_bits
@@ -795,6 +795,7 @@ class DanaBuild:
     targets: List[Vec]  # E(t) columns
     info: Dict[str, object] = field(default_factory=dict)
     features: Optional[List[Vec]] = field(default=None, repr=False)  # mode (a): exact F columns
+    E_all: Optional[List[Vec]] = field(default=None, repr=False)  # distributions: E(t) on every sequence
 
 
 def with_rounded_readout(build: DanaBuild, B: Optional[int] = None, tol: Optional[Fraction] = None) -> DanaBuild:
@@ -815,7 +816,8 @@ def with_rounded_readout(build: DanaBuild, B: Optional[int] = None, tol: Optiona
         raise DataError(f"the exact check of the {B}-bit readout fails (softmax2)")
     model, readout, _ = _finish(design, base, base.rows, B, build.model.decode)
     info = dict(build.info, bits=B)
-    return DanaBuild(model, build.dataset, design, base, readout, build.W, build.targets, info, build.features)
+    return DanaBuild(model, build.dataset, design, base, readout, build.W, build.targets, info, build.features,
+                     build.E_all)
 
 
 def uses_softmax2(design: Design) -> bool:
@@ -1119,171 +1121,3 @@ def ideal_heads(build: DanaBuild, readout: Optional[Readout] = None):
     dh = build.design.dh
     return [(h.Q, h.K, h.V, [row[i * dh:(i + 1) * dh] for row in r.WO], h.base)
             for i, h in enumerate(build.design.heads)]
-
-
-# ============================================================================ distribution memorization (Thm 1)
-
-def log_prob_targets(data: Conditionals, frac_bits: int = 40) -> List[Vec]:
-    """Centred rational approximations ℓ(t) of log π(·|t) (Arb logs rounded to 2^−frac_bits)."""
-    from flint import ctx
-
-    from ..linalg import mid_fraction
-
-    old = ctx.prec
-    ctx.prec = frac_bits + 64
-    try:
-        out = []
-        for c in data.conditionals:
-            l = [Fraction(round(mid_fraction(_arb(p).log()) * 2 ** frac_bits), 2 ** frac_bits) for p in c]
-            mean = sum(l) / len(l)
-            out.append([x - mean for x in l])
-        return out
-    finally:
-        ctx.prec = old
-
-
-def fit_encoder(data: Conditionals, d: int, seed: int = 0) -> Tuple[Mat, List[Vec]]:
-    """A rank-d sequence encoder f_{W,E} (Definition 1, note §1.3) approximating log π.
-
-    d ≥ N − 1: W = [I_{N−1}; −1ᵀ] (zero-padded), E(t) = ℓ(t)'s first N − 1 entries, so W E(t)
-    is the centred log-probability approximation (Prop. 2's exact case). d < N − 1: W from a
-    FLOAT SVD of the prior-weighted ℓ matrix (a design choice, rounded to exact dyadics), and
-    E(t) the exact least-squares coefficients (WᵀW)⁻¹Wᵀℓ(t). Note §8.5: the optimal encoder is
-    not computable; this is an explicit one, and every bound below is certified for it.
-    """
-    import numpy as np
-
-    N = data.N
-    L = log_prob_targets(data)
-    rng = random.Random(seed)
-    if d >= N - 1:
-        W = [[Fraction(int(i == j)) if j < N - 1 else Fraction(0) for j in range(d)] for i in range(N - 1)]
-        W.append([Fraction(-1) if j < N - 1 else Fraction(0) for j in range(d)])
-        E = [l[:N - 1] + [Fraction(rng.randint(-8, 8), 8) for _ in range(d - (N - 1))] for l in L]
-        return W, E
-    A = np.array([[float(x) for x in l] for l in L]).T * np.sqrt([float(p) for p in data.prior])[None, :]
-    U, _, _ = np.linalg.svd(A, full_matrices=False)
-    W = [[Fraction(round(float(U[i, j]) * 2 ** 20), 2 ** 20) for j in range(d)] for i in range(N)]
-    G = _mat_mul([list(r) for r in zip(*W)], W)
-    Wt = [list(r) for r in zip(*W)]
-    E = []
-    Gi = _inverse(G)
-    for l in L:
-        E.append(_matvec(Gi, _matvec(Wt, l)))
-    return W, E
-
-
-def kl_upper_bound_from_logits(data: Conditionals, logits: Sequence, prec: int = 128) -> Fraction:
-    """A certified upper bound on d_KL(π, T) = Σ_t π(t) KL(π(·|t) ‖ softmax T(t)) (note §1.2).
-
-    ``logits[i]`` is a list of exact rationals or Arb balls for sequence i. Arb computes
-    Σ_j π_j log π_j − Σ_j π_j T_j + log Σ_j exp T_j rigorously; the upper endpoint is returned.
-    """
-    from flint import arb, ctx
-
-    from ..linalg import mid_fraction, upper_fraction
-
-    old = ctx.prec
-    ctx.prec = prec
-    try:
-        total = arb(0)
-        for w, c, T in zip(data.prior, data.conditionals, logits):
-            Tb = [x if isinstance(x, arb) else _arb(Fraction(x)) for x in T]
-            m = _arb(max(mid_fraction(x) for x in Tb))  # any real shift: LSE(T) = m + log Σ exp(T_j − m)
-            lse = sum(((x - m).exp() for x in Tb[1:]), (Tb[0] - m).exp()).log() + m
-            kl = lse
-            for p, x in zip(c, Tb):
-                if p:
-                    pb = _arb(p)
-                    kl += pb * (pb.log() - x)
-            total += _arb(w) * kl
-        return upper_fraction(total)
-    finally:
-        ctx.prec = old
-
-
-def kl_upper_bound(model: Model, data: Conditionals, prec: int = 128) -> Fraction:
-    """Certified upper bound on d_KL(π, T) for a network: ``forward`` (Arb balls) on every sequence."""
-    from ..model.forward import forward
-
-    res = forward(model, [tuple(t) for t in data.sequences], prec=prec)
-    return kl_upper_bound_from_logits(data, res.outputs, prec)
-
-
-def build_distribution(data: Conditionals, d: int, dh: int, eps, mode: str = "rational", qk: Optional[str] = None,
-                       seed: int = 0, tol: Fraction = Fraction(1, 1024), prec: int = 256,
-                       H: Optional[int] = None, tries: int = 4, round_readout: bool = False) -> DanaBuild:
-    """Theorem 1 (note §2): an AoT with d_h·H + d ≥ T_ε realising the encoder f_{W,E} on the
-    T_ε most likely sequences (within ``tol`` per logit after rounding), decode = identity.
-
-    The returned dataset lists those T_ε sequences with labels W E(t) (the certificate's
-    ``error_bound`` is ``tol``); :func:`kl_upper_bound` certifies d_KL(π, T) on all sequences.
-    Mode (a) (base 2) stores a ``softmax2`` network with the exact readout (logits exactly
-    W E(t)), or with ``round_readout`` the smallest B-bit readout within ``tol``, exactly.
-    """
-    N, S = data.N, data.S
-    Te = t_epsilon(data, eps)
-    Hh = H if H is not None else max(1, -(-(Te - d) // dh))
-    check_architecture(N, S, d, dh, Hh)
-    if dh * Hh + d < Te:
-        raise DataError(f"d_h·H + d = {dh * Hh + d} < T_ε = {Te}: Theorem 1 needs d_h·H + d ≥ T_ε")
-    order = likely_order(data)[:Te]
-    W, E_all = fit_encoder(data, d, seed)
-    seqs = [data.sequences[i] for i in order]
-    E_cols = [E_all[i] for i in order]
-    labels_vec = [_matvec(W, e) for e in E_cols]
-    why = []
-    for attempt in range(tries):
-        design = choose_design(N, S, d, dh, Hh, mode, qk, seed + 7919 * attempt)
-        info: Dict[str, object] = {"mode": mode, "T_eps": Te, "eps": Fraction(eps), "H": Hh, "rows": d + Hh * dh}
-        try:
-            rows, base, exact, sc, F = _solve_design(design, seqs, E_cols, W, prec, info)
-        except RankDeficient as e:
-            why.append(str(e))
-            continue
-        s2 = uses_softmax2(design)
-        B = None if s2 else _choose_bits(design, base, seqs, prec, sc, targets=labels_vec, tol=Fraction(tol),
-                                         start=16)
-        model, readout, _ = _finish(design, base, rows, B, decode="identity")
-        ds = Dataset([tuple(t) for t in seqs], [tuple(v) for v in labels_vec], "tokens", seed,
-                     f"T_eps={Te} most likely sequences, labels W E(t)")
-        info["bits"] = B
-        b = DanaBuild(model, ds, design, exact, readout, W, E_cols, info, F)
-        return with_rounded_readout(b, tol=Fraction(tol)) if s2 and round_readout else b
-    raise RankDeficient(f"rank F < T_ε = {Te} in {tries} seeded designs (mode {mode}; {why[-1]})")
-
-
-def encoder_logits(W: Mat, E_all: Sequence[Vec]) -> List[Vec]:
-    """Logits W E(t) of the sequence encoder f_{W,E} on every sequence."""
-    return [_matvec(W, e) for e in E_all]
-
-
-def paper_C_estimates(design: Design, seqs_all, likely: int, prec: int = 128) -> Dict[str, float]:
-    """FLOAT ESTIMATES of Theorem 1's constant C, both versions (note §2, §7.1):
-    sketch √(1 + ‖(P1VP1ᵀ)⁻¹‖²) and eq. (14) √(1 + ‖(P1VP1ᵀ)⁻¹P1VP2ᵀ‖²), from an SVD of F on
-    all sequences (the first ``likely`` columns are S1). Reports only."""
-    import numpy as np
-
-    Fb = feature_matrix_ball(design, model_rhos(design, 128), seqs_all, prec)
-    A = np.array([[float(Fb[i, t].mid()) for t in range(Fb.ncols())] for i in range(Fb.nrows())])
-    r = A.shape[0]
-    _, _, Vt = np.linalg.svd(A, full_matrices=True)
-    P1VP1 = Vt[:r, :likely]
-    P1VP2 = Vt[:r, likely:]
-    out = {}
-    if P1VP1.shape[0] == P1VP1.shape[1]:
-        inv = np.linalg.inv(P1VP1)
-        out["C_sketch"] = float(np.sqrt(1 + np.linalg.norm(inv, 2) ** 2))
-        out["C_eq14"] = float(np.sqrt(1 + np.linalg.norm(inv @ P1VP2, 2) ** 2)) if P1VP2.size else 1.0
-    return out
-
-
-def _sqrt_upper(q: Fraction) -> Fraction:
-    """A rational ≥ √q (integer square root on a 2^-32 grid)."""
-    from math import isqrt
-
-    q = Fraction(q)
-    k = 32
-    n = q.numerator * (1 << (2 * k))
-    r = isqrt(n // q.denominator) + 1
-    return Fraction(r, 1 << k)

@@ -16,14 +16,30 @@ Reference: the technical note ``papers/dana.md`` (§1–§3; errata §7). The co
   d(S + 2N + 2(d_h + 1)H) parameters.
 * ``dana.theorem1`` — Theorem 1 (distribution memorization): on the T_ε most likely
   sequences the logits equal the encoder's W E(t) to within the certificate's error bound;
-  H = ⌈(T_ε − d)/d_h⌉ heads, d(S + 2N + 4·d_h·H) parameters.
+  H = ⌈(T_ε − d)/d_h⌉ heads, d(S + 2N + 4·d_h·H) parameters. The ``-bound4`` instances
+  (mode (a), exact readout) also decide bound (4) with C of eq. (14) enclosed rigorously.
+* ``dana.proposition1`` — Prop. 1: a family of dyadic distributions memorized exactly by an
+  AoT of embedding dimension d (certified: logits = log₂-probabilities exactly), and one more
+  distribution that no Transformer of embedding dimension d memorizes exactly (an exact
+  nonzero minor; checked in the build, which fails loudly otherwise).
+* ``dana.theorem2`` — Theorem 2: the λ(t)-scaled encoder, its KL against the bound (measured
+  coherence), and the AoT realising it (certified logits; d_KL(π, T) compared rigorously).
+* ``dana.theorem3`` — Theorem 3 / Lemma 4: π with zeros, the explicit family f_δ of eq. (15),
+  and the AoT T* realising f_δ on the T_ε likely sequences, d_KL(π, T*) ≤ δ + 2Cε‖WE‖₂.
+
+``LOWER_BOUNDS`` holds the same checked facts as step tables for
+``python -m exactmem bounds run proofs/dana.py`` (exact steps, holds / fails / repaired).
 """
 
 from fractions import Fraction
 
+from exactmem.bounds.protocol import BoundTheorem
 from exactmem.certificate.writer import Claim
 from exactmem.constructions import dana
-from exactmem.data.dana_data import random_conditionals, spread_table, t_epsilon
+from exactmem.constructions import dana_bounds as DB
+from exactmem.constructions import dana_distribution as DD
+from exactmem.data.dana_data import Conditionals, random_conditionals, spread_table, t_epsilon
+from exactmem.data.dataset import DataError
 from exactmem.proof import Built, Instance, Theorem
 
 SOURCE = "Dana, Pydi & Chevaleyre, AISTATS 2025 (note papers/dana.md)"
@@ -71,13 +87,85 @@ def build_theorem1(params, seed):
     eps = Fraction(params.get("eps", 0))
     data = random_conditionals(N, S, seed, uniform_prior=params.get("uniform", False))
     tol = Fraction(1, 2 ** params.get("tol_bits", 10))
-    b = dana.build_distribution(data, d, dh, eps, mode=params.get("mode", "rational"), seed=seed, tol=tol,
-                                round_readout=params.get("round", False))
+    b = DD.build_distribution(data, d, dh, eps, mode=params.get("mode", "rational"), seed=seed, tol=tol,
+                              round_readout=params.get("round", False))
     Te = t_epsilon(data, eps)
     H = b.design.H
     claims = _size_claims(N, S, d, dh, H, Te, what="Theorem 1")
     claims.append(Claim("n_examples", "<=", dh * H + d, "Theorem 1: T_eps <= d_h H + d"))
-    return Built(b.model, b.dataset, claims, error_bound=tol, info=b.info)
+    info = dict(b.info)
+    if params.get("bound4"):
+        info.update(_require(DD.theorem1_bound_report(data, b, eps)))
+    return Built(b.model, b.dataset, claims, error_bound=tol, info=info)
+
+
+def _require(rep) -> dict:
+    """The checked steps must hold (or fail with a documented repair); else the build fails loudly."""
+    if not rep.ok:
+        bad = "; ".join(f"{s.eq}: {s.claim} is {s.status}" for s in rep.failed)
+        raise DataError(f"{rep.title}: {bad}")
+    out = {f"{s.eq} {s.claim}": s.status + (" (repaired: the paper's step fails)" if s.repair else "")
+           for s in rep.steps}
+    out.update({k: v for k, v in rep.results.items()})
+    return out
+
+
+def build_proposition1(params, seed):
+    """The realisable T = d + H d_h distributions, memorized exactly (softmax2 network, exact
+    readout: logits = W E(t) = k_t, so the AoT with W_U scaled by ln 2 outputs π(·|t) exactly);
+    the obstruction for T + 1 is checked in :func:`DB.prop1_report`."""
+    N, S, d, dh, H = (params[k] for k in ("N", "S", "d", "dh", "H"))
+    rep, fam = DB.prop1_report(N, S, d, dh, H, seed)
+    info = _require(rep)
+    T = fam["T"]
+    data = DB.dyadic_data(N, S, fam["sequences"][:T], fam["K"][:T])
+    b = DD.build_distribution(data, d, dh, 0, mode="base2", seed=seed, tol=Fraction(0), H=H,
+                              encoder=DB.prop1_encoder(fam, data))
+    info.update(b.info)
+    info["extra sequence (not memorizable)"] = fam["sequences"][T]
+    return Built(b.model, b.dataset, _size_claims(N, S, d, dh, H, T, what="Proposition 1"), error_bound=Fraction(0),
+                 info=info)
+
+
+def theorem2_data(params, seed) -> Conditionals:
+    """``jensen``: the fixed instance on which Theorem 2's simplified bound fails for the proof's
+    encoder; otherwise seeded near-look-up-table conditionals."""
+    if params.get("jensen"):
+        A = (Fraction(61, 100), Fraction(9, 100), Fraction(1, 50000), Fraction(11, 100))
+        B = (Fraction(1, 200000), Fraction(4876, 10000), Fraction(5124, 10000) - Fraction(2, 200000), Fraction(1, 200000))
+        return Conditionals(5, 1, [(0,), (1,)], [Fraction(5167, 10000), Fraction(4833, 10000)],
+                            [A + (1 - sum(A),), B + (1 - sum(B),)], require_full_support=False)
+    return random_conditionals(params["N"], params["S"], seed, peaked=params.get("peaked", 20))
+
+
+def build_theorem2(params, seed):
+    data = theorem2_data(params, seed)
+    N, d, dh = data.N, params["d"], params["dh"]
+    W = DB.unembedding(N, d, params.get("W", "identity"))
+    rep, enc = DB.theorem2_report(data, W)
+    E = enc["E"]
+    b = DD.build_distribution(data, d, dh, 0, mode="base2", seed=seed, tol=Fraction(0), encoder=(W, E),
+                              H=params.get("H"), tries=12)
+    DB.theorem2_network_step(rep, data, b, enc)
+    info = _require(rep)
+    info.update(b.info)
+    T = len(data)
+    return Built(b.model, b.dataset, _size_claims(N, data.S, d, dh, b.design.H, T, what="Theorem 2"),
+                 error_bound=Fraction(0), info=info)
+
+
+def build_theorem3(params, seed):
+    N, S, d = params["N"], params["S"], params["d"]
+    eps = Fraction(params["eps"])
+    data = DB.zero_conditionals(N, S, seed, params.get("zeros", 1))
+    info = _require(DB.theorem3_report(data, d, [Fraction(1, 2 ** k) for k in (1, 4, 8, 16)] + [eps]))
+    W, E, M = DB.theorem3_encoder(data, d, eps)
+    b = DD.build_distribution(data, d, 1, eps, mode="base2", seed=seed, tol=Fraction(0), encoder=(W, E))
+    info.update(_require(DB.theorem3_network_report(data, b, eps, eps)))
+    info.update(b.info)
+    Te = t_epsilon(data, eps)
+    return Built(b.model, b.dataset, _size_claims(N, S, d, 1, b.design.H, Te, what="Theorem 3"),
+                 error_bound=Fraction(0), info=info)
 
 
 def _inst(N, d, dh, H, sizes=("small", "medium"), **extra):
@@ -137,6 +225,87 @@ THEOREMS = [
             Instance("N4-d2-dh2-eps0-base2", {"N": 4, "S": 2, "d": 2, "dh": 2, "eps": 0, "mode": "base2"},
                      ("small", "medium")),
             Instance("N6-d4-dh2-eps1-2", {"N": 6, "S": 2, "d": 4, "dh": 2, "eps": "1/2"}, ("medium", "large")),
+            Instance("N4-d2-dh2-eps1-4-base2-bound4", {"N": 4, "S": 2, "d": 2, "dh": 2, "eps": "1/4", "mode": "base2",
+                                                       "bound4": True}, ("small", "medium")),
+            Instance("N6-d4-dh2-eps1-2-base2-bound4", {"N": 6, "S": 2, "d": 4, "dh": 2, "eps": "1/2", "mode": "base2",
+                                                       "bound4": True}, ("medium",)),
         ],
     ),
+    Theorem(
+        name="dana.proposition1",
+        statement="Proposition 1 (rank-d bottleneck): T = d + H d_h dyadic distributions whose centred log-probability "
+                  "matrix has rank d are memorized exactly by an AoT of embedding dimension d (logits = log2 pi(.|t) "
+                  "+ const exactly), and adding one distribution of centred rank d + 1 (an exact nonzero minor) "
+                  "defeats every Transformer of embedding dimension d: its logits W_U z(t) span at most d centred "
+                  "directions, so d_KL(pi, T) > 0.",
+        source=SOURCE + ", Proposition 1 (and Prop. 2's converse on the instance)",
+        build=build_proposition1,
+        instances=[Instance("N4-S2-d2-dh2-H2", {"N": 4, "S": 2, "d": 2, "dh": 2, "H": 2}, ("small", "medium")),
+                   Instance("N8-S2-d4-dh4-H3", {"N": 8, "S": 2, "d": 4, "dh": 4, "H": 3}, ("medium", "large"))],
+    ),
+    Theorem(
+        name="dana.theorem2",
+        statement="Theorem 2 (upper bound for sequence encoders): the encoder E(t) = lambda(t) W_g(t) with lambda(t) "
+                  "solving -H(pi_t) = log sum_j exp(lambda (W_j - W_g)^T W_g) (enclosed rigorously) has d_KL(pi, f) <= "
+                  "E[(1 - pi_g)(1 + 2C + C d_TV)/(1 - 2C) log((N-1)/(e^{-H} - 1))] with C the measured coherence of W; "
+                  "the AoT realising f (certified logits) satisfies the same bound rigorously.",
+        source=SOURCE + ", Theorem 2 and App. A.3",
+        build=build_theorem2,
+        instances=[Instance("N3-S2-d3-identity", {"N": 3, "S": 2, "d": 3, "dh": 3}, ("small", "medium")),
+                   Instance("N3-S2-d3-centred", {"N": 3, "S": 2, "d": 3, "dh": 3, "H": 3, "W": "centred"}, ("small", "medium")),
+                   Instance("N5-S1-d5-jensen", {"d": 5, "dh": 1, "jensen": True}, ("small", "medium")),
+                   Instance("N4-S2-d4-identity", {"N": 4, "S": 2, "d": 4, "dh": 4}, ("medium",))],
+    ),
+    Theorem(
+        name="dana.theorem3",
+        statement="Theorem 3 / Lemma 4 (pi with zeros): the explicit family f_delta satisfies eq. (15) with c = 1/4, "
+                  "alpha = 1 and Lemma 4's range bound (rigorous, on a grid of delta), and the AoT T* realising f_eps "
+                  "on the T_eps likely sequences has d_KL(pi, T*) <= eps + 2 C eps ||W E||_2 (C of eq. (14) enclosed).",
+        source=SOURCE + ", Theorem 3, Lemma 4, Definition 2, App. A.4 eqs. (15)-(19)",
+        build=build_theorem3,
+        instances=[Instance("N3-S2-d3-eps1-4", {"N": 3, "S": 2, "d": 3, "eps": "1/4"}, ("small", "medium")),
+                   Instance("N4-S2-d4-eps1-8", {"N": 4, "S": 2, "d": 4, "eps": "1/8"}, ("medium",))],
+    ),
+]
+
+
+# ------------------------------------------------------------------ the same checked facts as step tables
+
+def run_prop1(p):
+    return DB.prop1_report(p["N"], p["S"], p["d"], p["dh"], p["H"], p.get("seed", 0))[0]
+
+
+def run_theorem2(p):
+    data = theorem2_data(p, p.get("seed", 0))
+    return DB.theorem2_report(data, DB.unembedding(data.N, p["d"], p.get("W", "identity")))[0]
+
+
+def run_theorem3(p):
+    data = DB.zero_conditionals(p["N"], p["S"], p.get("seed", 0), p.get("zeros", 1))
+    return DB.theorem3_report(data, p["d"], [Fraction(1, 2 ** k) for k in (1, 2, 4, 8, 16, 32)])
+
+
+def run_bound4(p):
+    data = random_conditionals(p["N"], p["S"], p.get("seed", 0))
+    eps = Fraction(p["eps"])
+    b = DD.build_distribution(data, p["d"], p["dh"], eps, mode="base2", seed=p.get("seed", 0))
+    return DD.theorem1_bound_report(data, b, eps)
+
+
+LOWER_BOUNDS = [
+    BoundTheorem("dana.proposition1.obstruction", "No Transformer of embedding dimension d memorizes the d + H d_h + 1 "
+                 "dyadic distributions exactly: a nonzero centred (d+1)-minor.", SOURCE + ", Proposition 1",
+                 run_prop1, [Instance("N4-S2-d2", {"N": 4, "S": 2, "d": 2, "dh": 2, "H": 2}, ("small", "medium")),
+                             Instance("N8-S2-d4", {"N": 8, "S": 2, "d": 4, "dh": 4, "H": 3}, ("medium",))]),
+    BoundTheorem("dana.theorem1.bound4", "Bound (4) with C of eq. (14) enclosed rigorously, on mode (a) exact "
+                 "networks.", SOURCE + ", Theorem 1, eqs. (13)-(14)", run_bound4,
+                 [Instance("N4-d2-dh2-eps1-4", {"N": 4, "S": 2, "d": 2, "dh": 2, "eps": "1/4"}, ("small", "medium")),
+                  Instance("N6-d4-dh2-eps1-2", {"N": 6, "S": 2, "d": 4, "dh": 2, "eps": "1/2"}, ("medium",))]),
+    BoundTheorem("dana.theorem2.bound", "Theorem 2's bound, its simplified form and the paper's C, decided exactly.",
+                 SOURCE + ", Theorem 2", run_theorem2,
+                 [Instance("N3-S2-d3", {"N": 3, "S": 2, "d": 3}, ("small", "medium")),
+                  Instance("N5-S1-d5-jensen", {"d": 5, "jensen": True}, ("small", "medium"))]),
+    BoundTheorem("dana.theorem3.eq15", "Eq. (15), Lemma 4 and (17) for the explicit family f_delta.",
+                 SOURCE + ", Theorem 3 / Lemma 4", run_theorem3,
+                 [Instance("N3-S2-d3", {"N": 3, "S": 2, "d": 3}, ("small", "medium"))]),
 ]
