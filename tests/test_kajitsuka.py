@@ -138,8 +138,12 @@ def test_token_weights_give_distinct_sums_within_paper_range():
 
 
 def test_default_proof_file_certifies_everything(tmp_path):
+    """The README's main job: every small instance of every Kajitsuka theorem is CERTIFIED."""
+    from exactmem.proof import load_proof_file
+
     rows = certify_file(PROOF, out_dir=str(tmp_path), seed=0, size="small", quiet=True)
-    assert len(rows) == 8
+    expected = [(t.name, i.name) for t in load_proof_file(PROOF) for i in t.instances_for("small")]
+    assert [(r.theorem, r.instance) for r in rows] == expected and len(rows) >= 30
     bad = [(r.theorem, r.instance, r.verdict, r.message) for r in rows if r.verdict != "CERTIFIED"]
     assert not bad
     assert all(len(r.claims) >= 6 for r in rows)

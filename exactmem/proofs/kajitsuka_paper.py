@@ -1,0 +1,112 @@
+"""Kajitsuka & Sato (ICLR 2025) Theorem B.1 / Corollary 4.1 built in the paper's own
+architecture — Transformer blocks of eq. (4) with the residual feed-forward layer of eq. (3),
+the tent-map Stage III of Lemmas G.4–G.6, Lemma C.2's and Lemma B.2's projection recipes —
+and certified end to end (``docs/kajitsuka-paper.md``).
+
+Claims (all computed; the checker re-measures the model):
+
+* ``n_examples == N``;
+* ``attention_layers ==`` L and ``relu_depth ==`` L, L the paper's depth (blocks, §3.2)
+  computed from the two memorizers' layouts; ``depth == 2L`` (one attention and one
+  feed-forward layer per block);
+* ``attention_layers <=`` Σ (⌊(110)⌋ − 1) over the two Lemma C.1 stages (measured N, C, R)
+  and ``<=`` 2⌊(110)(N, C, R)⌋ − 1 with Thm B.1's R (eq. (41)), both from
+  :mod:`exactmem.proofs._kajitsuka_core`;
+* ``width ==`` max(m, sH, q) from the block compiler's bookkeeping, and ``width <= 28``:
+  Thm B.1's width 14 doubled — the residual layer writes a register with its new value and
+  the cancellation of the old one (q ≤ 2·14; m ≤ 14 + 2 E_in forms + the attention slot is
+  below 28);
+* ``max_bits ==`` the measured maximum, ``<=`` eq. (111) per stage and ``<=`` eq. (42);
+* ``n_params ==`` the measured count and ``<= (d + 1)W + D(2W² + 6W)`` with W the claimed
+  width and D the (41) bound (each block: attention 2W, feed-forward 2Wq + q + W ≤ 2W² + 2W;
+  hardmax attention adds 2W more).
+"""
+
+from exactmem.certificate.writer import Claim
+from exactmem.constructions import kajitsuka_paper as kp
+from exactmem.data.kajitsuka_data import generate
+from exactmem.model.measure import measure
+from exactmem.proof import Built, Instance, Theorem
+from exactmem.proofs._kajitsuka_core import stage_bounds, theorem_bounds
+
+SOURCE = ("Kajitsuka & Sato (ICLR 2025) Thm 4.1 / B.1 in the architecture of eqs. (2)-(4); Lemmas B.2, C.2 "
+          "(recipes), G.4-G.6 (tent map); eqs. (41)-(42)")
+SOURCE_S2S = SOURCE.replace("Thm 4.1 / B.1", "Corollary 4.1")
+ENGINE = "compress"
+RESIDUAL_WIDTH = 28
+
+
+def claims(b: kp.PaperBuild):
+    info = b.info
+    L = kp.paper_blocks(b)
+    W = kp.width(b)
+    m = measure(b.model)
+    out = [
+        Claim("n_examples", "==", info["N"], "one example per sequence"),
+        Claim("attention_layers", "==", L, "paper depth L (blocks, §3.2): one attention per block"),
+        Claim("relu_depth", "==", L, "one residual feed-forward layer (eq. (3)) per block"),
+        Claim("depth", "==", 2 * L, "ReLU + attention layers = 2L"),
+        Claim("width", "==", W, "max(m, sH, q) from the block compiler"),
+        Claim("width", "<=", RESIDUAL_WIDTH, "Thm B.1's 14, doubled by the residual rewrite (new value + cancellation)"),
+        Claim("max_bits", "==", m.max_bits, "measured"),
+        Claim("n_params", "==", m.n_params, "measured (every stored entry, zeros included)"),
+    ]
+    st = stage_bounds(b)
+    if st is not None:
+        out += [Claim("attention_layers", "<=", st[0] - 1, "blocks <= sum over the two Lemma C.1 stages of (110) - 1"),
+                Claim("max_bits", "<=", st[1], "eq. (111) per stage and Lemma C.2 for the token id, eq. (62)")]
+    th = theorem_bounds(info)
+    if th is not None:
+        D, B, _ = th
+        heads = 4 if info["attention"] == "hardmax" else 2
+        P = (info["d"] + 1) * W + D * (2 * W * W + (4 + heads) * W)
+        out += [Claim("attention_layers", "<=", D, "eq. (41): blocks <= 2 x (110)(N, C, R) - 1, Thm B.1's R"),
+                Claim("max_bits", "<=", B, "eq. (42): (111) with the theorem's R; token id log2(3dr(nN)^2 sqrt(pi)/delta)"),
+                Claim("n_params", "<=", P, "(d+1)W + D(2W^2 + 6W): E_in, E_out and D blocks of width W")]
+    return out
+
+
+def build(params, seed):
+    data = generate(params["N"], params["n"], params["d"], params["C"], seed, params.get("setting", "next_token"),
+                    vocab=params.get("vocab"), permuted=params.get("permuted", 0.1),
+                    duplicates=params.get("duplicates", 0.05), denominator_bits=params.get("denominator_bits", 0))
+    b = kp.build(data, seed=seed, attention=params.get("attention", "uniform"))
+    return Built(b.model, data.to_dataset(), claims(b), info=b.info)
+
+
+def _inst(name, sizes, **p):
+    p.setdefault("setting", "next_token")
+    return Instance(name, p, sizes, engine=ENGINE)
+
+
+THEOREMS = [
+    Theorem(
+        name="kajitsuka.paper_blocks",
+        statement="Theorem B.1 in the paper's own architecture: E_out o F_L o ... o F_1 o E_in with blocks "
+                  "F_l = (residual FFN, eq. (3)) o (self-attention, zero projection except the uniform layer (52)), "
+                  "tent-map bit extraction (Lemmas G.4-G.6) and the projection recipes of Lemmas B.2 and C.2, "
+                  "memorizes N consistently labelled separated sequences at the last position; L blocks within "
+                  "eq. (41), bits within eq. (42).",
+        source=SOURCE,
+        build=build,
+        instances=[
+            _inst("N12-n4-d3-C4", ("small", "medium"), N=12, n=4, d=3, C=4),
+            _inst("N40-n8-d16-C4", ("small", "medium"), N=40, n=8, d=16, C=4),
+            _inst("N12-n4-d3-C4-hardmax", ("small", "medium"), N=12, n=4, d=3, C=4, attention="hardmax"),
+            _inst("N1000-n8-d16-C4", ("medium",), N=1000, n=8, d=16, C=4),
+        ],
+    ),
+    Theorem(
+        name="kajitsuka.paper_blocks_seq2seq",
+        statement="Corollary 4.1 in the paper's own architecture (as kajitsuka.paper_blocks, a label at every "
+                  "position; F2 memorizes up to nN context ids), blocks and bits within the nN analogue of "
+                  "eqs. (41)-(42).",
+        source=SOURCE_S2S,
+        build=build,
+        instances=[
+            _inst("N10-n4-d3-C4", ("small", "medium"), N=10, n=4, d=3, C=4, setting="seq2seq"),
+            _inst("N24-n6-d8-C2", ("small", "medium"), N=24, n=6, d=8, C=2, setting="seq2seq"),
+            _inst("N1000-n8-d16-C4", ("medium",), N=1000, n=8, d=16, C=4, setting="seq2seq"),
+        ],
+    ),
+]

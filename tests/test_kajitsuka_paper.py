@@ -1,0 +1,188 @@
+"""Kajitsuka & Sato Theorem B.1 / Corollary 4.1 in the paper's own architecture: the tent-map
+memorizer (Lemmas G.4-G.6), the Lemma B.2 / C.2 recipes, the residual block network, claims
+and planted errors the independent checker must refute."""
+
+import random
+from collections import Counter
+from fractions import Fraction as F
+
+import pytest
+
+from exactmem.certificate.checker import check_certificate
+from exactmem.certificate.writer import Claim, build_certificate
+from exactmem.constructions import kajitsuka, kajitsuka_paper as kp, kajitsuka_recipes as rec, tent_map, vardi
+from exactmem.data.dataset import Dataset
+from exactmem.data.kajitsuka_data import generate
+from exactmem.model import Attention, FeedForward, forward, measure
+from exactmem.model.layers import Model
+from exactmem.proofs import kajitsuka_errata, kajitsuka_paper as proof
+from exactmem.proofs.kajitsuka import theorem_bounds
+
+
+def _check(model, ds, claims):
+    out = forward(model, ds.inputs, backend="compress").outputs
+    doc = build_certificate("kajitsuka.paper_blocks", "t", 0, model, ds, out, claims)
+    return check_certificate(doc)
+
+
+def _points(seed, V, d, lo=-20, hi=20):
+    rng = random.Random(seed)
+    pts = []
+    while len(pts) < V:
+        p = tuple(F(rng.randint(lo, hi)) for _ in range(d))
+        if p not in pts:
+            pts.append(p)
+    return pts
+
+
+# ----------------------------------------------------------------------------- tent map
+
+
+def test_tent_extractor_reads_every_bit():
+    ex = tent_map.tent_extractor(5)
+    for U in range(32):
+        bits = forward(ex, [[(F(U),)]]).outputs[0]
+        assert [int(b) for b in bits] == [int(c) for c in format(U, "05b")]
+
+
+@pytest.mark.parametrize("N,d,C,V", [(2, 1, 2, 3), (12, 2, 4, 15), (30, 3, 5, 36)])
+def test_tent_memorizer_agrees_with_doubling(N, d, C, V):
+    pts = _points(N, V, d)
+    rng = random.Random(V)
+    labels = [rng.randrange(C) for _ in range(N)]
+    labels[0] = C - 1  # at least one non-zero label
+    model, info = tent_map.build_c1_tent(pts[:N], labels, C, pts[N:], seed=3)
+    dbl, _ = vardi.build_c1(pts[:N], labels, C, pts[N:], seed=3)
+    ins = [[p] for p in pts]
+    got, ref = forward(model, ins).outputs, forward(dbl, ins).outputs
+    assert got == ref == [[F(y)] for y in labels] + [[F(0)]] * (V - N)
+    assert measure(model).relu_depth == tent_map.relu_depth_c1(info["layout"])
+
+
+def test_tent_memorizer_certified_and_wrong_slope_refuted():
+    pts = _points(7, 14, 2)
+    rng = random.Random(1)
+    labels = [rng.randrange(3) for _ in range(12)]
+    assert len(set(labels)) == 3
+    ds = Dataset([[p] for p in pts[:12]], [(F(y),) for y in labels], "vectors")
+    good, _ = tent_map.build_c1_tent(pts[:12], labels, 3, pts[12:], seed=1)
+    assert _check(good, ds, [Claim("n_examples", "==", 12)]).status == "CERTIFIED"
+    bad, _ = tent_map.build_c1_tent(pts[:12], labels, 3, pts[12:], seed=1, slope=3)  # ψ with slope 3
+    v = _check(bad, ds, [Claim("n_examples", "==", 12)])
+    assert v.status == "REFUTED" and v.witness and "example" in v.witness
+
+
+# ----------------------------------------------------------------------------- recipes
+
+
+def test_rational_unit_vector_is_exactly_unit():
+    rng = random.Random(0)
+    for k in (1, 2, 3, 16):
+        nums, D = rec.rational_unit_vector(rng, k, 4)
+        assert sum(a * a for a in nums) == D * D
+
+
+def test_c2_projection_facts_recomputed():
+    prep = vardi.prepare(_points(3, 40, 3), [0] * 40, (), 1)
+    proj, record = rec.c2_projection(prep, seed=5)
+    xs = sorted(proj.values)
+    assert xs[0] >= 2 and all(b - a >= 2 for a, b in zip(xs, xs[1:]))
+    D = F(record.scale) / proj.lam
+    assert sum(a * a for a in proj.v) == D * D  # a scaled exact unit vector
+    V, d = 40, 3  # max x <= R = 20 r V^2 sqrt(pi d)/delta, with pi > 3
+    assert xs[-1] ** 2 * prep.delta2 <= 400 * prep.r2 * V ** 4 * d * 3
+    assert F(record.scale) ** 2 * 2 * prep.delta2 >= V ** 4 * d * F(314159, 100000)  # s' >= s
+
+
+def test_b2_conclusion_matches_lemma_b2_holds():
+    rng = random.Random(2)
+    for _ in range(30):
+        ms = list({tuple(sorted(Counter(rng.choices(range(4), k=rng.randint(1, 4))).items())) for _ in range(4)})
+        ms = [Counter(dict(m)) for m in ms]
+        S = sorted(set().union(*ms))
+        f = {x: rng.randint(1, 6) for x in S}
+        assert (rec.b2_conclusion(ms, f) == "") == kajitsuka.lemma_b2_holds(ms, f)
+
+
+def test_b2_printed_shift_fails_and_the_repair_is_recorded_and_certified():
+    ms, A = kajitsuka_errata.restricted_multisets()
+    f, record = rec.b2_weights(ms, A, 0, direction=(F(0), F(-1)))
+    assert record.shift == "repaired" and record.printed_c == 28 and record.h == {A[0]: 0, A[1]: -14}
+    assert "closer" in record.printed_failure
+    sums = kajitsuka.weighted_counts(ms, f)
+    assert len(set(sums)) == 2 and (sums[0] - sums[1]) ** 2 >= 2
+    data = kajitsuka_errata.shift_data()
+    b = kp.build(data, seed=0, witnesses=A, b2_direction=(F(0), F(-1)))
+    assert b.info["b2 shift used"] == "repaired"
+    assert _check(b.model, data.to_dataset(), proof.claims(b)).status == "CERTIFIED"
+
+
+# ----------------------------------------------------------------------------- the block network
+
+
+@pytest.fixture(scope="module")
+def small():
+    data = generate(12, 4, 3, 4, 0, "next_token")
+    return data, kp.build(data, seed=0)
+
+
+def test_paper_blocks_certified_with_every_claim(small):
+    data, b = small
+    claims = proof.claims(b)
+    v = _check(b.model, data.to_dataset(), claims)
+    assert v.status == "CERTIFIED", v.message
+    m = measure(b.model)
+    L = kp.paper_blocks(b)
+    assert m.attention_layers == m.relu_depth == L and m.depth == 2 * L
+    # the architecture of eq. (4): E_in, then L blocks (attention, residual FFN), then E_out
+    layers = b.model.layers[1:-1]
+    assert all(isinstance(a, Attention) and a.residual for a in layers[0::2])
+    assert all(isinstance(f, FeedForward) and f.residual for f in layers[1::2])
+    active = [a for a in layers[0::2] if any(x for row in a.heads[0].WO for x in row)]
+    assert len(active) == 1  # only F^(UA) has a non-zero projection (eq. (52))
+    D, B, _ = theorem_bounds(b.info)
+    assert L <= D and m.max_bits <= B
+    assert kp.width(b) == m.width == max(b.compiled.m, b.compiled.q_max)
+
+
+def test_paper_blocks_seq2seq_certified():
+    data = generate(10, 4, 3, 4, 0, "seq2seq")
+    b = kp.build(data, seed=0)
+    assert _check(b.model, data.to_dataset(), proof.claims(b)).status == "CERTIFIED"
+
+
+def _nudged(model: Model, block: int) -> Model:
+    layers = list(model.layers)
+    ffn = [i for i, l in enumerate(layers) if isinstance(l, FeedForward)][block]
+    f = layers[ffn]
+    b1 = (f.b1[0] + 1,) + f.b1[1:]
+    layers[ffn] = FeedForward(f.W1, b1, f.W2, f.b2, residual=True)
+    return Model(tuple(layers), model.input_type, model.input_dim, model.readout, model.decode)
+
+
+def test_nudged_ffn_weight_in_a_block_refuted(small):
+    data, b = small
+    L = kp.paper_blocks(b)
+    first_f2 = L - 1 - tent_map.relu_layers(b.f2_layout)  # F2's Stage I block (after F^(UA))
+    bad = _nudged(b.model, first_f2)
+    v = _check(bad, data.to_dataset(), [Claim("n_examples", "==", 12)])
+    assert v.status == "REFUTED" and "example" in v.witness
+
+
+def test_flipped_label_refuted(small):
+    data, b = small
+    ds = data.to_dataset()
+    labels = list(ds.labels)
+    labels[3] = (labels[3][0] + 1,)
+    flipped = Dataset(ds.inputs, labels, ds.input_type)
+    v = _check(b.model, flipped, [Claim("n_examples", "==", 12)])
+    assert v.status == "REFUTED" and v.witness["example"] == 3
+
+
+def test_wrong_block_count_claim_refuted(small):
+    data, b = small
+    L = kp.paper_blocks(b)
+    v = _check(b.model, data.to_dataset(), [Claim("attention_layers", "==", L + 1)])
+    assert v.status == "REFUTED"
+    v = _check(b.model, data.to_dataset(), [Claim("width", "<=", 14)])  # Thm B.1's width, residual form
+    assert v.status == "REFUTED"
