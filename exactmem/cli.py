@@ -272,6 +272,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .export import add_parser as add_export_parser
 
     add_export_parser(sub)
+
+    from .experiments.cli import add_parser as add_experiment_parser
+
+    add_experiment_parser(sub)
     return p
 
 

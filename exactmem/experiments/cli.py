@@ -1,0 +1,47 @@
+"""``python -m exactmem experiment list | NAME [--quick] [--workers N] [--out DIR] [--seed S]``."""
+
+from __future__ import annotations
+
+import sys
+
+
+def add_parser(sub) -> None:
+    e = sub.add_parser("experiment", help="re-run a paper's experiment: train, then certify what is memorized "
+                                          "(needs the 'experiments' extra: torch, CPU)")
+    e.add_argument("name", help="an experiment name, or 'list'")
+    e.add_argument("--quick", action="store_true", help="smaller sizes (same method), under 10 minutes on 2 cores")
+    e.add_argument("--workers", type=int, default=1, help="certify on a local Dask cluster of N workers")
+    e.add_argument("--out", default=None, help="output directory (default experiments/<name>)")
+    e.add_argument("--seed", type=int, default=0, help="seed of data, initialisation and training (default 0)")
+    e.add_argument("--verbose", action="store_true", help="print every measured row")
+    e.add_argument("--debug", action="store_true", help="show Python tracebacks")
+    e.set_defaults(fn=run_cli)
+
+
+def run_cli(args) -> int:
+    from .base import EXPERIMENTS, ExperimentError, RunConfig, get, run_experiment
+
+    if args.name == "list":
+        for name in EXPERIMENTS:
+            try:
+                exp = get(name)
+                print(f"{name:16s} {exp.title}  [{exp.source}]")
+            except ImportError as e:  # a module not importable here: say why, keep listing
+                print(f"{name:16s} (cannot load: {e})")
+        return 0
+    if args.workers < 1:
+        print("error: --workers must be at least 1", file=sys.stderr)
+        return 2
+    cfg = RunConfig(quick=args.quick, workers=args.workers, out=args.out or f"experiments/{args.name}",
+                    seed=args.seed, verbose=args.verbose)
+    try:
+        rec = run_experiment(args.name, cfg)
+    except ExperimentError as e:
+        if args.debug:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {cfg.out}/{rec.name}.json, {rec.name}.csv" + (f" and {len(rec.figures)} figures" if rec.figures else ""))
+    for k, v in rec.summary.items():
+        print(f"  {k}: {v}")
+    return 0
