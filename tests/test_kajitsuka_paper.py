@@ -186,3 +186,39 @@ def test_wrong_block_count_claim_refuted(small):
     assert v.status == "REFUTED"
     v = _check(b.model, data.to_dataset(), [Claim("width", "<=", 14)])  # Thm B.1's width, residual form
     assert v.status == "REFUTED"
+
+
+# ----------------------------------------------------------------------------- eq. (110) erratum
+
+
+def test_eq110_as_exact_depth_refuted_while_memorization_and_41_hold():
+    """docs/errata.md (paper blocks, item 6): the paper-literal network on N = 30 exceeds
+    Σ(⌊(110)⌋ − 1) — because Lemma G.6 needs an integer slot count — and nothing else fails."""
+    from exactmem.proofs import kajitsuka_paper_errata as errata
+    thm = errata.THEOREMS[0]
+    inst = thm.instances[0]
+    built = thm.build(inst.params, 0)
+    info = built.info
+    model, ds = built.model, built.dataset
+    out = forward(model, ds.inputs, backend="compress").outputs
+    doc = build_certificate(thm.name, inst.name, 0, model, ds, out, built.claims)
+    v = check_certificate(doc)
+    assert v.status == "REFUTED" and v.witness["claim"]["quantity"] == "attention_layers"
+    assert (v.witness["claim"]["bound"], v.witness["measured"]) == ("409", "424")
+    stage_claim = [c for c in built.claims if c.op == "<=" and c.quantity == "attention_layers"][0]
+    rest = [c for c in built.claims if c is not stage_claim]
+    assert any(c.quantity == "attention_layers" and c.op == "<=" for c in rest)  # eq. (41) stays
+    assert _check(model, ds, rest).status == "CERTIFIED"
+    # the excess is the printed recipe's: G.6 with integer n exceeds (110)'s Stage III term, and
+    # this network's widths are within the paper's ⌈log₂ R⌉, ⌈log₂ C⌉
+    for s in ("phi", "F2"):
+        assert info[f"{s}: slots g"] == vardi.slot_count(info[f"{s}: N"]) >= 3
+        assert F(info[f"{s}: sqrt(N/log2 N)"]) < info[f"{s}: slots g"] - F(1, 2)
+        assert info[f"{s}: G.6 depth with integer n"] > info[f"{s}: (110) Stage III term"] + 50
+        assert info[f"{s}: rho"] <= info[f"{s}: ceil log2 R"]
+        assert info[f"{s}: blocks"] > info[f"{s}: floor (110) - 1"]
+    assert info["phi: blocks"] + info["F2: blocks"] == info["blocks L"] == 424
+    # the figures docs/errata.md states
+    assert [info[f"{s}: {k}"] for s in ("phi", "F2") for k in ("N", "G.6 depth with integer n", "(110) Stage III term")] \
+        == [18, 188, 126, 24, 296, 220]
+    assert (info["phi: sqrt(N/log2 N)"], info["F2: sqrt(N/log2 N)"], info["phi: ceil log2 R"]) == ("2.077", "2.287", 20)

@@ -29,7 +29,7 @@ from exactmem.proof import ProofFileError, import_file, load_proof_file, source_
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHIMS = os.path.join(ROOT, "proofs")
 PACKAGED = ["dana", "dana_encoders", "kajitsuka", "kajitsuka_deep_sets", "kajitsuka_errata", "kajitsuka_paper",
-            "kajitsuka_variants",
+            "kajitsuka_paper_errata", "kajitsuka_variants",
             "lower_bounds", "mahdavi", "relu_interpolation", "vardi", "vardi_errata"]
 
 

@@ -90,6 +90,8 @@ THEOREMS = [
         source=SOURCE,
         build=build,
         instances=[
+            # the smallest: 161 blocks, exactly Σ(⌊(110)⌋ − 1) (docs/errata.md, paper blocks item 6)
+            _inst("N3-n2-d1-C2", ("small",), N=3, n=2, d=1, C=2),
             _inst("N12-n4-d3-C4", ("small", "medium"), N=12, n=4, d=3, C=4),
             _inst("N40-n8-d16-C4", ("small", "medium"), N=40, n=8, d=16, C=4),
             _inst("N12-n4-d3-C4-hardmax", ("small", "medium"), N=12, n=4, d=3, C=4, attention="hardmax"),
