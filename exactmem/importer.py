@@ -47,7 +47,7 @@ def load_arrays(path: str, backend: str = "auto") -> Tuple[Dict[str, Any], Dict[
     ``.safetensors`` file. ``backend`` (safetensors): ``auto``, ``package`` or ``builtin``."""
     import numpy as np
 
-    from .export import _safetensors_package, read_safetensors
+    from .export.safetensors_io import _safetensors_package, read_safetensors
 
     if not os.path.isfile(path):
         raise FileImportError(f"no such file: {path}")

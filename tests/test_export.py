@@ -1,4 +1,4 @@
-"""Export to float formats (npz, safetensors, PyTorch) and import back (exactmem/export.py,
+"""Export to float formats (npz, safetensors, PyTorch) and import back (exactmem/export/,
 exactmem/importer.py): exact where the format allows, reported where it does not."""
 
 import json
