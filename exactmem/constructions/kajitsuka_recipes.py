@@ -98,7 +98,7 @@ def c2_projection(prep: vardi.Prepared, seed: int, max_tries: int = 200) -> Tupl
     K = 2
     for tries in range(1, max_tries + 1):
         nums, D = rational_unit_vector(rng, d, K)
-        proj = [vardi._dot(nums, p) for p in prep.points]  # D·vᵀz
+        proj = [vardi.dot(nums, p) for p in prep.points]  # D·vᵀz
         gamma = _sorted_min_gap(proj) if V > 1 else None
         # Park's consequence (151) with ||z - z'|| >= δ: (γ/D)² π d V⁴ >= 8 δ², π from below
         if gamma is not None:

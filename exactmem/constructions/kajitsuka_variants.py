@@ -129,30 +129,30 @@ def emit_f1_stages(prog: vardi.Program, prep: vardi.Prepared, proj: vardi.Projec
                    plant_flip: Optional[int] = None) -> Tuple[Expr, F1Stack]:
     """Lemma F.1 after Stage I (register ``x`` holds it): ⌈N/B²⌉ subsets of ≤ B² consecutive
     sorted labelled points (:func:`balanced_sizes`; one subset if N ≤ B²), each Lemma C.1 Stages II–III
-    (:func:`vardi._emit_memorizer`), outputs summed in ``r`` (eq. (140)). Returns the output
+    (:func:`vardi.emit_memorizer`), outputs summed in ``r`` (eq. (140)). Returns the output
     expression (r + the last subset's output) and the stack's layouts.
 
     ``plant_flip`` (tests only, a planted wrong step): subset ``plant_flip`` encodes its first
     label as (y + 1) mod C."""
     if B < 1:
         raise DataError(f"B = {B}: Lemma F.1 needs B ≥ 1")
-    xs, ys = vardi._sorted_labelled(prep, proj)
-    rho = max(2, max(vardi._floor_frac(x) for x in xs).bit_length())
+    xs, ys = vardi.sorted_labelled(prep, proj)
+    rho = max(2, max(vardi.floor_frac(x) for x in xs).bit_length())
     c = vardi.label_width(C)
     layouts: List[vardi.Layout] = []
     prev: Optional[Expr] = None
     start, s2 = 0, 0
     for i, n_i in enumerate(balanced_sizes(len(xs), B)):
-        lay = vardi._layout(n_i, rho, c, None)
+        lay = vardi.plan_layout(n_i, rho, c, None)
         sub_y = list(ys[start:start + n_i])
         if plant_flip == i:
             sub_y[0] = (sub_y[0] + 1) % C
-        first = None if i == 0 else {"r": prev if i == 1 else vardi._plus(prev, {"r": 1})}
-        prev, groups = vardi._emit_memorizer(prog, xs[start:start + n_i], sub_y, lay, "paper", first)
+        first = None if i == 0 else {"r": prev if i == 1 else vardi.plus_expr(prev, {"r": 1})}
+        prev, groups = vardi.emit_memorizer(prog, xs[start:start + n_i], sub_y, lay, "paper", first)
         s2 = max([s2] + [max(bits(2 * g.a), bits(2 * g.b)) for g in groups])
         layouts.append(lay)
         start += n_i
-    out = prev if len(layouts) == 1 else vardi._plus(prev, {"r": 1})
+    out = prev if len(layouts) == 1 else vardi.plus_expr(prev, {"r": 1})
     return out, F1Stack(layouts, s2)
 
 
@@ -164,7 +164,7 @@ def build_f1_model(points: Sequence[tuple], labels: Sequence[int], C: int, B: in
     prep = vardi.prepare(points, labels, (), C)
     proj = vardi.project_to_line(prep, seed)
     prog = vardi.Program([f"z{k}" for k in range(prep.d)])
-    vardi._stage1(prog, proj)
+    vardi.emit_stage1(prog, proj)
     out, stack = emit_f1_stages(prog, prep, proj, C, B, plant_flip)
     prog.layer({"out": out}, relu=False, carry=False)
     model = Model(tuple(prog.compile(["out"])), "vectors", prep.d, "last", "identity", name="f2_lemma_f1")

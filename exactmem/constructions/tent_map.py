@@ -42,7 +42,7 @@ def stage3_layers(lay: Layout) -> int:
 
 
 def relu_layers(lay: Layout) -> int:
-    """Stages II (m + 1, :func:`vardi._emit_selection`) and III of one tent-map memorizer."""
+    """Stages II (m + 1, :func:`vardi.emit_selection`) and III of one tent-map memorizer."""
     return (lay.m + 1) + stage3_layers(lay)
 
 
@@ -91,7 +91,6 @@ def emit_extraction(prog: Program, load_u: Expr, load_w: Expr, g: int, rho: int,
           "t2w": ({"W": Fraction(1, 2 ** Mw)}, Fraction(1, 2 ** (Mw + 2)))}
     prog.layer({**hu, **hw})
     gate = 2 ** (c + 1)
-    compare_at: Dict[int, int] = {}  # layer index (relative) → slot whose comparison starts there
     tau = 0
     acc_started = False
     pending: List[Tuple[int, int]] = []  # (layer of o, slot)
@@ -131,11 +130,11 @@ def emit_stages_2_3(prog: Program, prep: vardi.Prepared, proj: vardi.Projection,
                     first_extra: Optional[Dict[str, Expr]] = None) -> Tuple[Expr, Layout, List[vardi.Group]]:
     """Lemma C.1 Stages II–III with the tent-map Stage III (register ``x`` holds Stage I).
     Every register already in ``prog`` is carried along. Returns (output, layout, groups)."""
-    xs, ys = vardi._sorted_labelled(prep, proj)
-    rho = max(2, max(vardi._floor_frac(x) for x in xs).bit_length())
-    lay = vardi._layout(len(xs), rho, vardi.label_width(C), slots)
+    xs, ys = vardi.sorted_labelled(prep, proj)
+    rho = max(2, max(vardi.floor_frac(x) for x in xs).bit_length())
+    lay = vardi.plan_layout(len(xs), rho, vardi.label_width(C), slots)
     groups = vardi.encode_groups(xs, ys, lay.g, lay.rho, lay.c)
-    load_u, load_w = vardi._emit_selection(prog, groups, first_extra)
+    load_u, load_w = vardi.emit_selection(prog, groups, first_extra)
     out = emit_extraction(prog, load_u, load_w, lay.g, lay.rho, lay.c, slope)
     return out, lay, groups
 
@@ -158,11 +157,11 @@ def build_c1_tent(points: Sequence, labels: Sequence, C: int, extra: Sequence = 
     prep = vardi.prepare(points, labels, extra, C)
     proj = vardi.project_to_line(prep, seed) if projection is None else projection
     prog = Program([f"z{k}" for k in range(prep.d)])
-    vardi._stage1(prog, proj)
+    vardi.emit_stage1(prog, proj)
     out, lay, groups = emit_stages_2_3(prog, prep, proj, C, slots, slope)
     prog.layer({"out": out}, relu=False, carry=False)
     model = Model(tuple(prog.compile(["out"])), "vectors", prep.d, "last", "identity", name="tent_c1")
-    info = vardi._common_info(prep, proj, C)
+    info = vardi.common_info(prep, proj, C)
     info.update({"stage III": "tent map (Lemmas G.4-G.6)", "slope": slope, "slots g": lay.g, "groups m": lay.m,
                  "key bits rho": lay.rho, "label bits c": lay.c, "padded slots": lay.padding,
                  "stage2 bits": stage2_bits(groups), "layout": lay})

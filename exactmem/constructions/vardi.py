@@ -8,7 +8,7 @@ The network is F = F₃ ∘ F₂ ∘ F₁ (Lemma C.1's three stages):
   integer direction v, the scale λ = ⌈2/γ⌉ (γ the smallest gap of vᵀz over all V points) and
   the integer shift β put every projected point in [2, R] with pairwise gaps ≥ 2; all three
   facts are verified exactly (resampled on failure).
-* **Stage II** (Lemmas G.2, G.3, :func:`_emit_selection`): the N labelled points, sorted,
+* **Stage II** (Lemmas G.2, G.3, :func:`emit_selection`): the N labelled points, sorted,
   form m groups of g consecutive points. Group j's interval indicator
   ``T_j(x) = σ(1 − σ(2(a_j − x)) − σ(2(x − b_j)))`` (Lemma G.2, a_j = ⌊x_first⌋,
   b_j = ⌊x_last⌋ + 1) selects the two crafted integers of the group: u_j (g keys ⌊x_i⌋ of ρ
@@ -250,7 +250,7 @@ def projection_scale(gamma: Fraction) -> Fraction:
     return Fraction(1, 2 ** e)
 
 
-def _dot(v: Sequence[int], p: tuple) -> Fraction:
+def dot(v: Sequence[int], p: tuple) -> Fraction:
     """vᵀp exactly, in integers over the lcm of p's denominators (one Fraction per point)."""
     D = lcm(*(x.denominator for x in p))  # entries are ints or Fractions
     return Fraction(sum(a * (x.numerator * (D // x.denominator)) for a, x in zip(v, p)), D)
@@ -258,7 +258,7 @@ def _dot(v: Sequence[int], p: tuple) -> Fraction:
 
 def _gaps(v: Sequence[int], points: Sequence[tuple]) -> Tuple[List[Fraction], Fraction]:
     """Projections vᵀz of all points and their smallest gap γ (0 if two collide)."""
-    s = [_dot(v, p) for p in points]
+    s = [dot(v, p) for p in points]
     ss = sorted(s)
     return s, min((b - a for a, b in zip(ss, ss[1:])), default=Fraction(2))
 
@@ -268,7 +268,7 @@ def _shrink_direction(v: Tuple[int, ...], s: List[Fraction], gamma: Fraction, po
     smaller integer weights instead of a dyadic scale 2^-e (a slightly different direction,
     so its gaps are recomputed exactly)."""
     while gamma >= 4:
-        e = (_floor_frac(gamma / 2)).bit_length() - 1
+        e = (floor_frac(gamma / 2)).bit_length() - 1
         v2 = tuple(a >> e for a in v)
         if not any(v2):
             break
@@ -316,7 +316,7 @@ def _ceil_frac(q: Fraction) -> int:
     return -((-q.numerator) // q.denominator)
 
 
-def _floor_frac(q: Fraction) -> int:
+def floor_frac(q: Fraction) -> int:
     return q.numerator // q.denominator
 
 
@@ -351,9 +351,9 @@ def encode_groups(xs: Sequence[Fraction], ys: Sequence[int], g: int, rho: int, c
     groups = []
     for j in range(0, len(xs), g):
         gx, gy = list(xs[j:j + g]), list(ys[j:j + g])
-        keys = [_floor_frac(x) for x in gx] + [0] * (g - len(gx))
+        keys = [floor_frac(x) for x in gx] + [0] * (g - len(gx))
         labs = list(gy) + [0] * (g - len(gy))
-        groups.append(Group(_floor_frac(gx[0]), _floor_frac(gx[-1]) + 1, keys, labs, pack(keys, rho), pack(labs, c)))
+        groups.append(Group(floor_frac(gx[0]), floor_frac(gx[-1]) + 1, keys, labs, pack(keys, rho), pack(labs, c)))
     return groups
 
 
@@ -425,7 +425,7 @@ class Program:
         return out
 
 
-def _plus(e: Expr, terms: Terms, bias: int = 0) -> Expr:
+def plus_expr(e: Expr, terms: Terms, bias: int = 0) -> Expr:
     t = dict(e[0])
     for k, a in terms.items():
         t[k] = t.get(k, 0) + a
@@ -435,7 +435,7 @@ def _plus(e: Expr, terms: Terms, bias: int = 0) -> Expr:
 def _comparators(z: Expr, h: int, s1: str, s2: str) -> Dict[str, Expr]:
     """Doubling-map comparators (background §1.3(c)): s₁ = σ(z − h + 1), s₂ = σ(z − h); for an
     integer z, s₁ − s₂ = 1[z ≥ h]."""
-    return {s1: _plus(z, {}, 1 - h), s2: _plus(z, {}, -h)}
+    return {s1: plus_expr(z, {}, 1 - h), s2: plus_expr(z, {}, -h)}
 
 
 def _doubled(reg: str, s1: str, s2: str, K: int) -> Expr:
@@ -446,7 +446,7 @@ def _doubled(reg: str, s1: str, s2: str, K: int) -> Expr:
 # ----------------------------------------------------------------------------- Stage II
 
 
-def _emit_selection(prog: Program, groups: Sequence[Group], first_extra: Optional[Dict[str, Expr]] = None
+def emit_selection(prog: Program, groups: Sequence[Group], first_extra: Optional[Dict[str, Expr]] = None
                     ) -> Tuple[Expr, Expr]:
     """Lemmas G.2/G.3, pipelined: layer t computes the indicator inputs p = σ(2(a_t − x)),
     q = σ(2(x − b_t)) of group t, the indicator T = σ(1 − p − q) of group t − 1, and adds
@@ -573,7 +573,7 @@ def max_bits_impl(lay: Layout, proj_bits: int) -> int:
     return max(lay.g * lay.P + 2, proj_bits)
 
 
-def _layout(N: int, rho: int, c: int, slots: Optional[int]) -> Layout:
+def plan_layout(N: int, rho: int, c: int, slots: Optional[int]) -> Layout:
     g = slot_count(N) if slots is None else slots
     if g < 1:
         raise DataError(f"slots = {g}: need at least one slot per group")
@@ -603,27 +603,27 @@ def _stream_bits(groups: Sequence[Group], lay: Layout, reading: str) -> Tuple[in
     raise ValueError(f"unknown reading {reading!r}; use one of {READINGS}")
 
 
-def _emit_memorizer(prog: Program, xs: Sequence[Fraction], ys: Sequence[int], lay: Layout, reading: str,
+def emit_memorizer(prog: Program, xs: Sequence[Fraction], ys: Sequence[int], lay: Layout, reading: str,
                     first_extra: Optional[Dict[str, Expr]] = None) -> Tuple[Expr, List[Group]]:
     """Stages II and III of one Lemma C.1 memorizer on sorted labelled points (x already in
     the register ``x``). Returns its output expression and the groups."""
     groups = encode_groups(xs, ys, lay.g, lay.rho, lay.c)
     kb, lb, Mu, Mw, gate = _stream_bits(groups, lay, reading)
-    load_u, load_w = _emit_selection(prog, groups, first_extra)
+    load_u, load_w = emit_selection(prog, groups, first_extra)
     out = _emit_extraction(prog, load_u, load_w, Schedule(lay.g, kb, lb), Mu, Mw, gate)
     return out, groups
 
 
-def _stage1(prog: Program, proj: Projection) -> None:
+def emit_stage1(prog: Program, proj: Projection) -> None:
     prog.layer({"x": ({f"z{k}": a for k, a in enumerate(proj.w)}, proj.beta)}, carry=False)
 
 
-def _sorted_labelled(prep: Prepared, proj: Projection) -> Tuple[List[Fraction], List[int]]:
+def sorted_labelled(prep: Prepared, proj: Projection) -> Tuple[List[Fraction], List[int]]:
     order = sorted(range(prep.n_labelled), key=lambda i: proj.values[i])
     return [proj.values[i] for i in order], [prep.labels[i] for i in order]
 
 
-def _common_info(prep: Prepared, proj: Projection, C: int) -> Dict[str, object]:
+def common_info(prep: Prepared, proj: Projection, C: int) -> Dict[str, object]:
     xs = proj.values
     V, N, d = len(prep.points), prep.n_labelled, prep.d
     R2 = paper_R2(prep.r2, prep.delta2, V, d)
@@ -662,10 +662,10 @@ def emit_stages_2_3(prog: Program, prep: Prepared, proj: Projection, C: int, slo
     Stage I's output): the rounding choices (ρ = LEN(max key), c, g, m) and the emitted layers.
     Returns the output expression and the layout. Every register already in ``prog`` is
     carried along (Kajitsuka & Sato Thm B.1 attaches the token id F this way)."""
-    xs, ys = _sorted_labelled(prep, proj)
-    rho = max(2, max(_floor_frac(x) for x in xs).bit_length())
-    lay = _layout(len(xs), rho, label_width(C), slots)
-    out, _ = _emit_memorizer(prog, xs, ys, lay, reading)
+    xs, ys = sorted_labelled(prep, proj)
+    rho = max(2, max(floor_frac(x) for x in xs).bit_length())
+    lay = plan_layout(len(xs), rho, label_width(C), slots)
+    out, _ = emit_memorizer(prog, xs, ys, lay, reading)
     return out, lay
 
 
@@ -680,11 +680,11 @@ def build_c1(points: Sequence, labels: Sequence, C: int, extra: Sequence = (), s
     prep = prepare(points, labels, extra, C)
     proj = project_to_line(prep, seed)
     prog = Program([f"z{k}" for k in range(prep.d)])
-    _stage1(prog, proj)
+    emit_stage1(prog, proj)
     out, lay = emit_stages_2_3(prog, prep, proj, C, slots, reading)
     prog.layer({"out": out}, relu=False, carry=False)
     model = Model(tuple(prog.compile(["out"])), "vectors", prep.d, "last", "identity", name="vardi_c1")
-    info = _common_info(prep, proj, C)
+    info = common_info(prep, proj, C)
     info.update({"reading": reading, "slots g": lay.g, "groups m": lay.m, "key bits rho": lay.rho,
                  "label bits c": lay.c, "padded slots": lay.padding, "u_j bits (g*rho)": lay.g * lay.rho,
                  "w_j bits (g*c)": lay.g * lay.c, "layout": lay})
@@ -713,25 +713,25 @@ def build_f1(points: Sequence, labels: Sequence, C: int, B: int, extra: Sequence
     if not 1 <= B or B * B > N:
         raise DataError(f"B = {B} is not in [√N] = [1, ⌊√{N}⌋] (Lemma F.1 needs 1 ≤ B ≤ √N)")
     proj = project_to_line(prep, seed)
-    xs, ys = _sorted_labelled(prep, proj)
-    rho = max(2, max(_floor_frac(x) for x in xs).bit_length())
+    xs, ys = sorted_labelled(prep, proj)
+    rho = max(2, max(floor_frac(x) for x in xs).bit_length())
     c = label_width(C)
     prog = Program([f"z{k}" for k in range(prep.d)])
-    _stage1(prog, proj)
+    emit_stage1(prog, proj)
     layouts: List[Layout] = []
     prev: Optional[Expr] = None  # output expression of the previous subset's memorizer
     start = 0
     for i, n_i in enumerate(subset_sizes(N, B)):
-        lay = _layout(n_i, rho, c, None)
+        lay = plan_layout(n_i, rho, c, None)
         # r ← r + (previous subset's output), inside this subset's first layer (no extra depth)
-        first = None if i == 0 else {"r": prev if i == 1 else _plus(prev, {"r": 1})}
-        prev, _ = _emit_memorizer(prog, xs[start:start + n_i], ys[start:start + n_i], lay, "paper", first)
+        first = None if i == 0 else {"r": prev if i == 1 else plus_expr(prev, {"r": 1})}
+        prev, _ = emit_memorizer(prog, xs[start:start + n_i], ys[start:start + n_i], lay, "paper", first)
         layouts.append(lay)
         start += n_i
-    final = prev if len(layouts) == 1 else _plus(prev, {"r": 1})
+    final = prev if len(layouts) == 1 else plus_expr(prev, {"r": 1})
     prog.layer({"out": final}, relu=False, carry=False)
     model = Model(tuple(prog.compile(["out"])), "vectors", prep.d, "last", "identity", name="vardi_f1")
-    info = _common_info(prep, proj, C)
+    info = common_info(prep, proj, C)
     info.update({"B": B, "subsets": len(layouts), "subset sizes": [l.N for l in layouts],
                  "slots per subset": [l.g for l in layouts], "groups per subset": [l.m for l in layouts],
                  "key bits rho": rho, "label bits c": c, "layouts": layouts})
