@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from .. import linalg
 from ..data.assumptions import AssumptionError
 from ..data.mahdavi_data import QueryContextData
-from .mahdavi_plan import ConstructionError, Matrix, Vec, _Contexts, _dot, _matmul_cols, _one_hot
+from .mahdavi_plan import ConstructionError, Matrix, Vec, _Contexts, _matmul_cols
 
 
 def interpolating_part_solve(data: QueryContextData, S: Sequence[int], designed: Dict[int, Vec]) -> Tuple[Matrix, Matrix]:
@@ -48,21 +48,6 @@ def interpolating_part_values(data: QueryContextData, S: Sequence[int], V: Dict[
                               f"the queries of examples {S} are linearly dependent", S)
     L = linalg.matmul(linalg.transpose([V[t] for t in S]), linalg.inverse(G))
     return L, XS_T
-
-
-def argmax_vector(E: Sequence[Vec], sigma: int, rng: random.Random, tries: int = 400) -> Vec:
-    """A small integer v with E v having its unique maximum at row ``sigma`` (designed logits
-    a = E v for a one-hot design, without the (EEᵀ)⁻¹ denominators of the least-norm solution);
-    falls back to v = Eᵀ(EEᵀ)⁻¹e_σ."""
-    d = len(E[0])
-    for attempt in range(tries):
-        s = 1 + attempt // 50
-        v = tuple(Fraction(rng.randint(-s, s)) for _ in range(d))
-        a = [_dot(row, v) for row in E]
-        top = max(a)
-        if a[sigma] == top and a.count(top) == 1:
-            return v
-    return linalg.least_norm_solution(E, _one_hot(len(E), sigma))
 
 
 def interpolating_part_factored(data: QueryContextData, S: Sequence[int], rng: random.Random,
