@@ -53,6 +53,19 @@ class ConstructionError(RuntimeError):
 # ----------------------------------------------------------------------------- Lemma B.1
 
 
+def distinct_multisets(id_seqs) -> Tuple[List[Counter], Dict[tuple, int]]:
+    """The distinct multisets of the sequences (as Counters, in first-seen order) and the index
+    of each sorted sequence among them."""
+    index: Dict[tuple, int] = {}
+    out: List[Counter] = []
+    for X in id_seqs:
+        key = tuple(sorted(X))
+        if key not in index:
+            index[key] = len(out)
+            out.append(Counter(X))
+    return out, index
+
+
 def witness_set(multisets: Sequence[Counter]) -> List[int]:
     """Lemma B.1, the proof's induction as a greedy pass: for each multiset in turn, if its
     restriction to A equals an earlier one's (at most one can: the earlier ones are pairwise
@@ -238,13 +251,7 @@ def build(data: SequenceData, seed: int = 0, attention: str = "uniform", r=None,
     V = len(tokens)
 
     # sequence ids: distinct multisets, Lemma B.1 witnesses, Lemma B.2 weights
-    ms_index: Dict[tuple, int] = {}
-    multisets: List[Counter] = []
-    for X in id_seqs:
-        key = tuple(sorted(X))
-        if key not in ms_index:
-            ms_index[key] = len(multisets)
-            multisets.append(Counter(X))
+    multisets, ms_index = distinct_multisets(id_seqs)
     A = witness_set(multisets) if witnesses is None else list(witnesses)
     if weights is None:
         f, F, tries = token_weights(multisets, A, seed)

@@ -27,6 +27,7 @@ from fractions import Fraction
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..data.dataset import DataError, Dataset
+from ..data.kajitsuka_data import check_labelled
 from ..model.layers import Embed, Model
 from ..numbers import bits
 from . import kajitsuka, vardi
@@ -65,12 +66,7 @@ def make_token_data(sequences: Sequence[Sequence[int]], labels: Sequence[int], C
     """Validate shapes, ids and labels; errors name the sequence (and position)."""
     if isinstance(omega, bool) or not isinstance(omega, int) or omega < 1:
         raise DataError(f"vocabulary size ω = {omega!r}: need a positive integer")
-    if isinstance(C, bool) or not isinstance(C, int) or C < 1:
-        raise DataError(f"C = {C!r}: need a positive number of classes")
-    if not sequences:
-        raise DataError("no sequences")
-    if len(sequences) != len(labels):
-        raise DataError(f"{len(sequences)} sequences but {len(labels)} labels")
+    check_labelled(sequences, labels, C, "sequences")
     n = len(sequences[0])
     seqs = []
     for i, X in enumerate(sequences):

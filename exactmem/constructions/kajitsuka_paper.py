@@ -19,10 +19,9 @@ Lemma B.1 (the witness set A) and the context ids (53) are the compact build's.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence
 
 from ..data.kajitsuka_data import SequenceData, check_consistency, check_separation
 from ..model.layers import Model
@@ -40,17 +39,6 @@ class PaperBuild:
     phi_layout: Optional[Layout] = None
     f2_layout: Optional[Layout] = None
     compiled: Optional[kajitsuka_blocks.Compiled] = None
-
-
-def _multisets(id_seqs) -> Tuple[List[Counter], Dict[tuple, int]]:
-    index: Dict[tuple, int] = {}
-    out: List[Counter] = []
-    for X in id_seqs:
-        key = tuple(sorted(X))
-        if key not in index:
-            index[key] = len(out)
-            out.append(Counter(X))
-    return out, index
 
 
 def _contexts(data: SequenceData, id_seqs, f, sums, ms_index, tid, n):
@@ -83,10 +71,10 @@ def build(data: SequenceData, seed: int = 0, attention: str = "uniform", slope: 
         raise ValueError(f"attention must be 'uniform' or 'hardmax', not {attention!r}")
     sep = check_separation(data)
     check_consistency(data)
-    n, d, N = data.n, data.d, data.N
+    n, d = data.n, data.d
     tokens, id_seqs = data.token_index()
     V = len(tokens)
-    multisets, ms_index = _multisets(id_seqs)
+    multisets, ms_index = kajitsuka.distinct_multisets(id_seqs)
     A = kajitsuka.witness_set(multisets) if witnesses is None else list(witnesses)
     restricted = rec.restrict(multisets, A)
     f, b2 = rec.b2_weights(restricted, A, seed, direction=b2_direction)

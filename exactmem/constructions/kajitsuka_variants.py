@@ -56,13 +56,7 @@ def sequence_ids(id_seqs: Sequence[Sequence[Hashable]], seed: int) -> SequenceId
     """The distinct multisets of the sequences, Lemma B.1's witness set A
     (:func:`kajitsuka.witness_set`) and Lemma B.2's verified weights f: A → [1, F],
     F = ⌈4N'²|A|√π⌉ (:func:`kajitsuka.token_weights`)."""
-    ms_index: Dict[tuple, int] = {}
-    multisets: List[Counter] = []
-    for X in id_seqs:
-        key = tuple(sorted(X))
-        if key not in ms_index:
-            ms_index[key] = len(multisets)
-            multisets.append(Counter(X))
+    multisets, ms_index = kajitsuka.distinct_multisets(id_seqs)
     A = kajitsuka.witness_set(multisets)
     f, F, tries = kajitsuka.token_weights(multisets, A, seed)
     return SequenceIds(ms_index, multisets, A, f, F, tries, kajitsuka.weighted_counts(multisets, f))

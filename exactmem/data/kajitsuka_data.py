@@ -84,17 +84,34 @@ class SequenceData:
         return Dataset(list(self.sequences), labels, "vectors", self.seed, self.name, dict(self.info))
 
 
-def _token(t, i: int, k: int, d: Optional[int]) -> Token:
-    if not isinstance(t, (tuple, list)):
-        raise DataError(f"sequence {i}, position {k}: a token must be a vector (tuple of rationals)")
+def check_labelled(items: Sequence, labels: Sequence, C, noun: str) -> None:
+    """C a positive integer, at least one item, one label per item (``noun``: "sequences", …)."""
+    if isinstance(C, bool) or not isinstance(C, int) or C < 1:
+        raise DataError(f"C = {C!r}: need a positive integer number of classes")
+    if not items:
+        raise DataError(f"no {noun}")
+    if len(items) != len(labels):
+        raise DataError(f"{len(items)} {noun} but {len(labels)} labels")
+
+
+def rational_entries(v, where: str) -> List[Fraction]:
+    """The entries of a user's vector as Fractions; DataError (message starting ``where``) for a
+    float (not exact data) or anything that is not a rational number."""
     out = []
-    for x in t:
+    for x in v:
         if isinstance(x, float):
-            raise DataError(f"sequence {i}, position {k}: floats are not exact data; use Fraction or 'p/q' strings")
+            raise DataError(f"{where}: floats are not exact data; use Fraction or 'p/q' strings")
         try:
             out.append(Fraction(x))
         except (TypeError, ValueError):
-            raise DataError(f"sequence {i}, position {k}: {x!r} is not a rational number") from None
+            raise DataError(f"{where}: {x!r} is not a rational number") from None
+    return out
+
+
+def _token(t, i: int, k: int, d: Optional[int]) -> Token:
+    if not isinstance(t, (tuple, list)):
+        raise DataError(f"sequence {i}, position {k}: a token must be a vector (tuple of rationals)")
+    out = rational_entries(t, f"sequence {i}, position {k}")
     if not out:
         raise DataError(f"sequence {i}, position {k}: empty token")
     if d is not None and len(out) != d:
@@ -107,12 +124,7 @@ def make_data(sequences: Sequence, labels: Sequence, C: int, setting: str = "nex
     """Validate shapes and labels (not yet separation or consistency) and return exact data."""
     if setting not in ("next_token", "seq2seq"):
         raise DataError(f"setting must be 'next_token' or 'seq2seq', not {setting!r}")
-    if isinstance(C, bool) or not isinstance(C, int) or C < 1:
-        raise DataError(f"C = {C!r}: need a positive integer number of classes")
-    if not sequences:
-        raise DataError("no sequences")
-    if len(sequences) != len(labels):
-        raise DataError(f"{len(sequences)} sequences but {len(labels)} labels")
+    check_labelled(sequences, labels, C, "sequences")
     n = len(sequences[0])
     if n == 0:
         raise DataError("sequence 0 is empty")

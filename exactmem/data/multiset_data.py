@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .dataset import DataError
 from .geometry import closest_pair
-from .kajitsuka_data import token_pool
+from .kajitsuka_data import check_labelled, rational_entries, token_pool
 
 Point = Tuple[Fraction, ...]
 
@@ -67,14 +67,7 @@ class MultisetData:
 def _point(x, i: int, k: int, d: Optional[int]) -> Point:
     if not isinstance(x, (tuple, list)):
         raise DataError(f"multiset {i}, element {k}: an element must be a vector (tuple of rationals)")
-    out = []
-    for v in x:
-        if isinstance(v, float):
-            raise DataError(f"multiset {i}, element {k}: floats are not exact data; use Fraction or 'p/q' strings")
-        try:
-            out.append(Fraction(v))
-        except (TypeError, ValueError):
-            raise DataError(f"multiset {i}, element {k}: {v!r} is not a rational number") from None
+    out = rational_entries(x, f"multiset {i}, element {k}")
     if not out:
         raise DataError(f"multiset {i}, element {k}: empty point")
     if d is not None and len(out) != d:
@@ -86,12 +79,7 @@ def make_multisets(multisets: Sequence[Sequence], labels: Sequence, C: int, d: O
                    M: Optional[int] = None, seed: Optional[int] = None, name: str = "") -> MultisetData:
     """Validate shapes, labels and the cardinality bound M (condition 1); not yet separation
     or distinctness. ``d`` is needed only when every multiset is empty."""
-    if isinstance(C, bool) or not isinstance(C, int) or C < 1:
-        raise DataError(f"C = {C!r}: need a positive integer number of classes")
-    if not multisets:
-        raise DataError("no multisets")
-    if len(multisets) != len(labels):
-        raise DataError(f"{len(multisets)} multisets but {len(labels)} labels")
+    check_labelled(multisets, labels, C, "multisets")
     out = []
     for i, m in enumerate(multisets):
         pts = []

@@ -18,7 +18,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List
 
 # name -> module (imported only when the experiment is listed in detail or run)
 EXPERIMENTS: Dict[str, str] = {
@@ -96,10 +96,13 @@ class Record:
         print(f"[{self.name}] {text}", file=sys.stderr, flush=True)
 
     def figure(self, fig: Any, tag: str) -> str:
-        """Save a matplotlib figure as ``<out>/<name>-<tag>.png``; returns the path."""
+        """Save a matplotlib figure as ``<out>/<name>-<tag>.png`` and close it; returns the path."""
+        import matplotlib.pyplot as plt
+
         os.makedirs(self.config.out, exist_ok=True)
         path = os.path.join(self.config.out, f"{self.name}-{tag}.png")
         fig.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(fig)
         self.figures.append(path)
         return path
 

@@ -196,7 +196,6 @@ def plot(record: Record, rows: List[Dict[str, Any]]) -> None:
         panel(axs[1], "exp2", "dh", f"Exp. 2 (Fig. 1b): N={r2[0]['N']}, d={r2[0]['d']}, H={r2[0]['H']}",
               PAPER_EXP2 if r2[0]["N"] == 50 else None)
     record.figure(fig, "fig1")
-    plt.close(fig)
     r6 = [r for r in rows if r["exp"] == "exp6"]
     if r6:
         fig, axs = plt.subplots(1, 2, figsize=(11, 4))
@@ -204,7 +203,6 @@ def plot(record: Record, rows: List[Dict[str, Any]]) -> None:
             panel(ax, "exp6", "H", f"Exp. 6 (Fig. 4): N=10, d=2, d_h={dh}", PAPER_EXP6_DH2 if dh == 2 else None,
                   proof=True, dh=dh)
         record.figure(fig, "fig4")
-        plt.close(fig)
 
 
 def summarize(record: Record, rows: List[Dict[str, Any]]) -> None:

@@ -93,7 +93,6 @@ def _plot(record: Record, curves, final) -> None:
     bx.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     record.figure(fig, "curves")
-    plt.close(fig)
 
 
 EXPERIMENT = Experiment(

@@ -169,7 +169,6 @@ def _plot(record: Record, table: List[Dict[str, Any]], fits: Dict[str, Any]) -> 
     bx.legend(fontsize=7)
     fig.tight_layout()
     record.figure(fig, "blocks")
-    plt.close(fig)
 
 
 EXPERIMENT = Experiment(

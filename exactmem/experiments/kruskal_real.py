@@ -289,7 +289,6 @@ def _figure(results, n: int, d: int, record: Record) -> None:
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title("Mahdavi et al. Assumptions 1-2 on all-MiniLM-L6-v2 token embeddings (exact ranks)", fontsize=10)
     record.figure(fig, "fractions")
-    plt.close(fig)
 
 
 def run(config: RunConfig, record: Record) -> None:

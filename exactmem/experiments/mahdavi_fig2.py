@@ -229,7 +229,6 @@ def _figure(per_sweep: Dict[str, List[Dict[str, Any]]], record: Record) -> None:
     axes[0].legend(fontsize=7)
     fig.suptitle("Mahdavi et al. Fig. 2 (shared context, d = 64, 100 classes), trained and certified", fontsize=11)
     record.figure(fig, "memorized")
-    plt.close(fig)
 
 
 EXPERIMENT = Experiment(

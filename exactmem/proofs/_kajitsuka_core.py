@@ -20,6 +20,7 @@ Every claim is computed from the instance and compared by the independent checke
 """
 
 from fractions import Fraction
+from typing import List, NamedTuple
 
 from exactmem import enclosure as E
 from exactmem.certificate.writer import Claim
@@ -44,30 +45,50 @@ def theorem_R2(info):
     return R2
 
 
+class C1Stage(NamedTuple):
+    """One Lemma C.1 memorizer of a Kajitsuka network, with the measured quantities that
+    eqs. (110)/(111) take: labelled points N, classes C, R² (from r², δ², V inputs in ℝ^d)."""
+
+    name: str  # "phi" (ϕ̃ of Lemma B.3) or "F2"
+    layout: object  # its vardi.Layout
+    N: int
+    C: int
+    R2: E.Enc
+    r2: Fraction
+    delta2: Fraction
+    V: int
+    d: int
+
+
+def c1_stages(b) -> List[C1Stage]:
+    """The Lemma C.1 stages of a built Kajitsuka network (compact or paper-literal): ϕ̃ when it
+    was built (some sequences share a multiset), then F₂ on the context ids."""
+    info = b.info
+    out = []
+    if b.phi_layout is not None:
+        r2, d2, V, d = info["phi r^2"], info["phi delta^2"], info["distinct tokens V"], info["d"]
+        out.append(C1Stage("phi", b.phi_layout, info["phi N (labelled = |A|)"],
+                           info["weight range F = ceil(4 N'^2 |A| sqrt(pi))"] + 1, vardi.paper_R2(r2, d2, V, d),
+                           r2, d2, V, d))
+    N2, r2, d2 = info["F2 N (contexts)"], info["F2 r^2"], info["F2 delta^2"]
+    out.append(C1Stage("F2", b.f2_layout, N2, info["C"], vardi.paper_R2(r2, d2, N2, 3), r2, d2, N2, 3))
+    return out
+
+
 def stage_bounds(b):
     """(depth bound, bits bound) from eqs. (110)/(111) applied to each Lemma C.1 stage with
     its measured N, C, R — or None where a stage has fewer than 2 labelled points (the
     formulas need log N > 0)."""
     info = b.info
-    d, V = info["d"], info["distinct tokens V"]
-    depth, bits = [], []
-    if b.phi_layout is not None:
-        Na, C1 = info["phi N (labelled = |A|)"], info["weight range F = ceil(4 N'^2 |A| sqrt(pi))"] + 1
-        if Na < 2:
-            return None
-        R2 = vardi.paper_R2(info["phi r^2"], info["phi delta^2"], V, d)
-        depth.append(floor_lo(vardi.eq110_depth(Na, C1, R2)))
-        bits.append(floor_lo(vardi.eq111_bits(Na, C1, R2, info["phi r^2"], info["phi delta^2"], V, d)))
-    else:
-        depth.append(2)  # F₁ = one projection layer + its output layer
-    N2 = info["F2 N (contexts)"]
-    if N2 < 2:
+    stages = c1_stages(b)
+    if any(s.N < 2 for s in stages):
         return None
-    R2 = vardi.paper_R2(info["F2 r^2"], info["F2 delta^2"], N2, 3)
-    depth.append(floor_lo(vardi.eq110_depth(N2, info["C"], R2)))
-    bits.append(floor_lo(vardi.eq111_bits(N2, info["C"], R2, info["F2 r^2"], info["F2 delta^2"], N2, 3)))
+    depth = [] if b.phi_layout is not None else [2]  # no ϕ̃: F₁ = one projection layer + its output layer
+    depth += [floor_lo(vardi.eq110_depth(s.N, s.C, s.R2)) for s in stages]
+    bits = [floor_lo(vardi.eq111_bits(s.N, s.C, s.R2, s.r2, s.delta2, s.V, s.d)) for s in stages]
     # the token id (Lemma C.2 on the V distinct tokens): log2(3 d r V² √π / δ)
-    bits.append(floor_lo(vardi.lemma_c2_bits(d, info["r^2 (clamped >= 1)"], info["delta^2 (clamped <= 1)"], V)))
+    bits.append(floor_lo(vardi.lemma_c2_bits(info["d"], info["r^2 (clamped >= 1)"], info["delta^2 (clamped <= 1)"],
+                                             info["distinct tokens V"])))
     return sum(depth) - 1, max(bits)
 
 
@@ -121,10 +142,16 @@ def claims(b):
     return out
 
 
-def build(params, seed):
-    data = generate(params["N"], params["n"], params["d"], params["C"], seed, params.get("setting", "next_token"),
+def instance_data(params, seed):
+    """The seeded data of an instance's parameters (N, n, d, C; optional setting, vocab,
+    permuted, duplicates, denominator_bits), shared by every Kajitsuka proof module."""
+    return generate(params["N"], params["n"], params["d"], params["C"], seed, params.get("setting", "next_token"),
                     vocab=params.get("vocab"), permuted=params.get("permuted", 0.1),
                     duplicates=params.get("duplicates", 0.05), denominator_bits=params.get("denominator_bits", 0))
+
+
+def build(params, seed):
+    data = instance_data(params, seed)
     b = kajitsuka.build(data, seed=seed, attention=params.get("attention", "uniform"))
     return Built(b.model, data.to_dataset(), claims(b), info=b.info)
 

@@ -24,10 +24,9 @@ Claims (all computed; the checker re-measures the model):
 
 from exactmem.certificate.writer import Claim
 from exactmem.constructions import kajitsuka_paper as kp
-from exactmem.data.kajitsuka_data import generate
 from exactmem.model.measure import measure
 from exactmem.proof import Built, Instance, Theorem
-from exactmem.proofs._kajitsuka_core import stage_bounds, theorem_bounds
+from exactmem.proofs._kajitsuka_core import instance_data, stage_bounds, theorem_bounds
 
 SOURCE = ("Kajitsuka & Sato (ICLR 2025) Thm 4.1 / B.1 in the architecture of eqs. (2)-(4); Lemmas B.2, C.2 "
           "(recipes), G.4-G.6 (tent map); eqs. (41)-(42)")
@@ -67,9 +66,7 @@ def claims(b: kp.PaperBuild):
 
 
 def build(params, seed):
-    data = generate(params["N"], params["n"], params["d"], params["C"], seed, params.get("setting", "next_token"),
-                    vocab=params.get("vocab"), permuted=params.get("permuted", 0.1),
-                    duplicates=params.get("duplicates", 0.05), denominator_bits=params.get("denominator_bits", 0))
+    data = instance_data(params, seed)
     b = kp.build(data, seed=seed, attention=params.get("attention", "uniform"))
     return Built(b.model, data.to_dataset(), claims(b), info=b.info)
 

@@ -21,9 +21,9 @@ recipe's own, not exactmem's.
 
 from exactmem import enclosure as E
 from exactmem.constructions import kajitsuka_paper as kp, tent_map, vardi
-from exactmem.data.kajitsuka_data import generate
 from exactmem.proof import Built, Instance, Theorem
 from exactmem.proofs import kajitsuka_paper
+from exactmem.proofs._kajitsuka_core import c1_stages, instance_data
 
 floor_lo = E.floor_lower
 
@@ -38,27 +38,21 @@ def stage_figures(b: kp.PaperBuild) -> list:
     and the real √(N/log₂ N) of eq. (110), the block count of this network, ⌊(110)⌋ − 1,
     Lemma G.6's depth with integer n = g and ρ, c = ⌈log₂ R⌉, ⌈log₂ C⌉ (the printed recipe,
     rounded up as any network must), and (110)'s Stage III term (its lower end, floored)."""
-    info = b.info
-    stages = []
-    if b.phi_layout is not None:
-        stages.append(("phi", b.phi_layout, info["phi N (labelled = |A|)"],
-                       info["weight range F = ceil(4 N'^2 |A| sqrt(pi))"] + 1,
-                       vardi.paper_R2(info["phi r^2"], info["phi delta^2"], info["distinct tokens V"], info["d"])))
-    N2 = info["F2 N (contexts)"]
-    stages.append(("F2", b.f2_layout, N2, info["C"], vardi.paper_R2(info["F2 r^2"], info["F2 delta^2"], N2, 3)))
     rows = []
-    for name, lay, N, C, R2 in stages:
-        if N < 2:
+    for s in c1_stages(b):
+        if s.N < 2:
             continue
+        N, C, lay = s.N, s.C, s.layout
         root = E.sqrt(E.enc(N) / E.log2(N))
-        logR, logC = E.log2(R2) / 2, E.log2(C)
-        bits = max(_ceil_log2(R2), max(1, (C - 1).bit_length()))
+        logR, logC = E.log2(s.R2) / 2, E.log2(C)
+        ceil_log_R = _ceil_log2(s.R2)
+        bits = max(ceil_log_R, vardi.label_width(C))
         stage3_110 = 3 * root * E.emax(logR, logC) + 2 * root + 2
         rows.append({
-            "stage": name, "N": N, "C": C, "slots g": lay.g,
+            "stage": s.name, "N": N, "C": C, "slots g": lay.g,
             "sqrt(N/log2 N)": E.decimal(root.lo, 4), "groups m": lay.m, "rho": lay.rho, "c": lay.c,
-            "ceil log2 R": _ceil_log2(R2), "blocks": 1 + tent_map.relu_layers(lay),
-            "floor (110) - 1": floor_lo(vardi.eq110_depth(N, C, R2)) - 1,
+            "ceil log2 R": ceil_log_R, "blocks": 1 + tent_map.relu_layers(lay),
+            "floor (110) - 1": floor_lo(vardi.eq110_depth(N, C, s.R2)) - 1,
             "G.6 depth with integer n": 3 * lay.g * bits + 2 * lay.g + 2,
             "(110) Stage III term": floor_lo(stage3_110),
         })
@@ -66,7 +60,7 @@ def stage_figures(b: kp.PaperBuild) -> list:
 
 
 def build(params, seed):
-    data = generate(params["N"], params["n"], params["d"], params["C"], seed, "next_token")
+    data = instance_data(params, seed)
     b = kp.build(data, seed=seed)
     info = dict(b.info)
     info["blocks L"] = kp.paper_blocks(b)

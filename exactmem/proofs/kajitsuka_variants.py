@@ -35,8 +35,8 @@ from fractions import Fraction
 from exactmem import enclosure as E
 from exactmem.certificate.writer import Claim
 from exactmem.constructions import kajitsuka, kajitsuka_embedding as KE, kajitsuka_variants as KV, vardi
-from exactmem.data.kajitsuka_data import generate
 from exactmem.proof import Built, Instance, Theorem
+from exactmem.proofs._kajitsuka_core import instance_data
 
 SOURCE_F1 = "Kajitsuka & Sato (ICLR 2025) Theorem F.1, eqs. (143)-(150), with Lemma F.1 (136)-(142)"
 SOURCE_E1 = "Kajitsuka & Sato (ICLR 2025) Theorem E.1, eqs. (127)-(135)"
@@ -141,9 +141,7 @@ def f1_claims(b):
 
 
 def build_limited(params, seed):
-    data = generate(params["N"], params["n"], params["d"], params["C"], seed,
-                    permuted=params.get("permuted", 0.1), duplicates=params.get("duplicates", 0.05),
-                    denominator_bits=params.get("denominator_bits", 0))
+    data = instance_data(params, seed)
     b = KV.build_limited(data, params["B"], seed=seed, attention=params.get("attention", "uniform"))
     lr, ln_, ok = f1_R_check(b.info)
     b.info.update({"log2 R (Thm F.1)": str(lr), "log2 max(R_phi, C_phi, R_2) measured": str(ln_),
