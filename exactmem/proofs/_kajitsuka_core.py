@@ -150,15 +150,25 @@ def instance_data(params, seed):
                     duplicates=params.get("duplicates", 0.05), denominator_bits=params.get("denominator_bits", 0))
 
 
-def build(params, seed):
-    data = instance_data(params, seed)
-    b = kajitsuka.build(data, seed=seed, attention=params.get("attention", "uniform"))
-    return Built(b.model, data.to_dataset(), claims(b), info=b.info)
+def network_build(construct, claims_of):
+    """A Theorem's ``build``: the instance's seeded data, the network ``construct(data, seed=,
+    attention=)`` builds for it (attention "uniform" unless the parameters say otherwise), and
+    ``claims_of`` that network; shared by the compact and the paper-literal Kajitsuka modules."""
+    def build(params, seed):
+        data = instance_data(params, seed)
+        b = construct(data, seed=seed, attention=params.get("attention", "uniform"))
+        return Built(b.model, data.to_dataset(), claims_of(b), info=b.info)
+    return build
 
 
-def _inst(name, sizes, **p):
+def next_token_instance(name, sizes, **p):
+    """An Instance built by the producer's exact engine; the setting is next-token unless given."""
     p.setdefault("setting", "next_token")
     return Instance(name, p, sizes, engine=ENGINE)
+
+
+build = network_build(kajitsuka.build, claims)
+_inst = next_token_instance
 
 
 THEOREMS = [

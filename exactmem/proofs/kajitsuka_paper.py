@@ -25,13 +25,12 @@ Claims (all computed; the checker re-measures the model):
 from exactmem.certificate.writer import Claim
 from exactmem.constructions import kajitsuka_paper as kp
 from exactmem.model.measure import measure
-from exactmem.proof import Built, Instance, Theorem
-from exactmem.proofs._kajitsuka_core import instance_data, stage_bounds, theorem_bounds
+from exactmem.proof import Theorem
+from exactmem.proofs._kajitsuka_core import network_build, next_token_instance, stage_bounds, theorem_bounds
 
 SOURCE = ("Kajitsuka & Sato (ICLR 2025) Thm 4.1 / B.1 in the architecture of eqs. (2)-(4); Lemmas B.2, C.2 "
           "(recipes), G.4-G.6 (tent map); eqs. (41)-(42)")
 SOURCE_S2S = SOURCE.replace("Thm 4.1 / B.1", "Corollary 4.1")
-ENGINE = "compress"
 RESIDUAL_WIDTH = 28
 
 
@@ -65,15 +64,8 @@ def claims(b: kp.PaperBuild):
     return out
 
 
-def build(params, seed):
-    data = instance_data(params, seed)
-    b = kp.build(data, seed=seed, attention=params.get("attention", "uniform"))
-    return Built(b.model, data.to_dataset(), claims(b), info=b.info)
-
-
-def _inst(name, sizes, **p):
-    p.setdefault("setting", "next_token")
-    return Instance(name, p, sizes, engine=ENGINE)
+build = network_build(kp.build, claims)
+_inst = next_token_instance
 
 
 THEOREMS = [

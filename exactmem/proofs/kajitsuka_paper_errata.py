@@ -23,7 +23,7 @@ from exactmem import enclosure as E
 from exactmem.constructions import kajitsuka_paper as kp, tent_map, vardi
 from exactmem.proof import Built, Instance, Theorem
 from exactmem.proofs import kajitsuka_paper
-from exactmem.proofs._kajitsuka_core import c1_stages, instance_data
+from exactmem.proofs._kajitsuka_core import ENGINE, c1_stages, instance_data
 
 floor_lo = E.floor_lower
 
@@ -79,6 +79,6 @@ THEOREMS = [
         source="Kajitsuka & Sato (ICLR 2025) proof of Lemma C.1, Stage III and eq. (110); Lemma G.6",
         build=build,
         instances=[Instance("N30-n2-d2-C2", {"N": 30, "n": 2, "d": 2, "C": 2}, ("small", "medium", "large"),
-                            engine=kajitsuka_paper.ENGINE)],
+                            engine=ENGINE)],
     ),
 ]
