@@ -1,8 +1,27 @@
-"""``python -m exactmem`` entry point."""
+"""``python -m exactmem`` and the ``exactmem`` command (``docs/cli.md``).
+
+``check`` goes straight to the checker's command, so its path imports only the package and the
+kernel in ``exactmem.certificate`` (``docs/certificate.md`` § *What you must trust*); every other
+command (and ``check --help``) goes through :mod:`exactmem.cli`.
+"""
 
 import sys
 
-from .cli import main
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["check"] and not {"-h", "--help"} & set(argv):
+        from exactmem.certificate.command import main as check_main
+
+        try:
+            return check_main(argv)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return 130
+    from exactmem.cli import main as cli_main
+
+    return cli_main(argv)
+
 
 if __name__ == "__main__":  # not when a spawned worker process (Dask, multiprocessing) re-imports it
     sys.exit(main())

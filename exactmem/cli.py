@@ -282,10 +282,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv[:1] == ["check"] and not {"-h", "--help"} & set(argv):
-            from .certificate.command import main as check_main  # the checker's path imports only the kernel
-
-            return check_main(argv)
         args = build_parser().parse_args(argv)
         args.argv_rest = argv[1:]  # for the commands recorded by sweep/report
         return args.fn(args)

@@ -27,8 +27,12 @@ COMMAND = ("command.py", "chunkfiles.py")  # the `check` command: arguments, chu
 ACCELERATORS = ("fastcheck.py",)
 
 
-def _imported_exactmem_modules(argv):
-    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "exactmem", *argv], cwd=ROOT, capture_output=True,
+def _imported_exactmem_modules(argv, console_script=False):
+    """(exit code, exactmem modules imported) of ``python -m exactmem ARGV``, or of what the
+    ``exactmem`` console script runs (``exactmem.__main__:main``)."""
+    how = (["-c", "import sys; from exactmem.__main__ import main; sys.exit(main(sys.argv[1:]))"] if console_script
+           else ["-m", "exactmem"])
+    r = subprocess.run([sys.executable, "-X", "importtime", *how, *argv], cwd=ROOT, capture_output=True,
                        text=True, timeout=120)
     mods = set(re.findall(r"\|\s*(exactmem(?:\.\w+)*)\s*$", r.stderr, re.M))
     return r.returncode, mods
@@ -44,12 +48,21 @@ def cert_file(tmp_path_factory):
 def test_check_command_imports_only_the_kernel(cert_file):
     code, mods = _imported_exactmem_modules(["check", str(cert_file)])
     assert code == 0
-    allowed = {"exactmem", "exactmem.__main__", "exactmem.cli", "exactmem.certificate"} | {
+    allowed = {"exactmem", "exactmem.__main__", "exactmem.certificate"} | {
         "exactmem.certificate." + f[:-3] for f in KERNEL + COMMAND}
     print("\n`exactmem check` imports:", ", ".join(sorted(mods)))
     assert "exactmem.certificate.checker" in mods and mods <= allowed, sorted(mods - allowed)
     code, mods = _imported_exactmem_modules(["check", str(cert_file), "--engine", "fast"])
     assert code == 0 and mods - allowed == {"exactmem.certificate.fastcheck"}
+    code, mods = _imported_exactmem_modules(["check", str(cert_file)], console_script=True)
+    assert code == 0 and "exactmem.certificate.checker" in mods and mods <= allowed, sorted(mods - allowed)
+    code, mods = _imported_exactmem_modules(["inspect", str(cert_file)], console_script=True)
+    assert code == 0 and "exactmem.cli" in mods  # every other command goes through the full command line
+
+
+def test_console_script_is_the_module_entry_point():
+    text = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r'^exactmem = "exactmem\.__main__:main"$', text, re.M)
 
 
 def _imports(path: Path):
