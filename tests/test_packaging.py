@@ -226,3 +226,24 @@ def test_installed_cli_certifies_a_bare_proof_name(venv_python, tmp_path):
     got = rows(venv_python, "kajitsuka", str(tmp_path))
     assert got == rows(sys.executable, os.path.join("proofs", "kajitsuka.py"), ROOT)
     assert [r["verdict"] for r in got] == ["CERTIFIED"]
+
+
+def test_installed_console_script_certifies_and_checks(venv_python, tmp_path):
+    """The ``exactmem`` command the wheel installs (``exactmem.__main__:main``): certify writes a
+    certificate, ``exactmem check`` re-verifies it, and a flipped label is refuted."""
+    script = venv_python.parent / ("exactmem.exe" if os.name == "nt" else "exactmem")
+    out = tmp_path / "certs"
+    _run([str(script), "certify", "kajitsuka", "--only", CLI_ONLY, "--quiet", "--out", str(out)], cwd=str(tmp_path))
+    (cert,) = out.glob("*.json*")
+    assert _run([str(script), "check", str(cert)], cwd=str(tmp_path)).startswith("CERTIFIED: ")
+    from exactmem.certificate.checker import canonical_hash, load_certificate
+
+    doc = load_certificate(str(cert))
+    (label,) = doc["dataset"]["labels"][0]  # identity readout: the class as a 1-vector
+    doc["dataset"]["labels"][0] = ["1" if label == "0" else "0"]
+    doc["hash"] = canonical_hash(doc)
+    bad = tmp_path / "flipped.json"
+    bad.write_text(json.dumps(doc))
+    p = subprocess.run([str(script), "check", str(bad)], cwd=str(tmp_path), env=_env(), capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 1 and p.stdout.startswith("REFUTED: "), (p.returncode, p.stdout, p.stderr)
