@@ -116,6 +116,34 @@ def weighted_counts(multisets: Sequence[Counter], f: Dict[int, int]) -> List[int
     return [sum(c * f.get(x, 0) for x, c in m.items()) for m in multisets]
 
 
+def context_labels(id_seqs: Sequence[Sequence], labels: Sequence, setting: str, f: Dict, sums: Sequence[int],
+                   ms_index: Dict[tuple, int], token_id,
+                   allow_collisions: bool = False) -> Tuple[Dict[tuple, int], int]:
+    """Context ids s_k = (f(x_k), F(x_k), (1/n) Σ_j f(x_j)) (eq. (53); f = 0 off A, F(x) =
+    ``token_id(x)``) with their labels, computed from the definitions at the labelled positions:
+    the last one (``setting`` "next_token", one label per sequence) or every one ("seq2seq").
+    Two different (multiset, token) pairs sharing a context id raise ConstructionError (Lemma
+    B.2's distinct sums or the token id's injectivity failed), unless ``allow_collisions``:
+    then the first label stays. Returns (context id → label, number of distinct pairs)."""
+    ctx_label: Dict[tuple, int] = {}
+    ctx_of_key: Dict[tuple, tuple] = {}
+    for X, ys in zip(id_seqs, labels):
+        ms = tuple(sorted(X))
+        avg = Fraction(sums[ms_index[ms]], len(X))
+        for k, y in ([(len(X) - 1, ys)] if setting == "next_token" else enumerate(ys)):
+            key = (ms, X[k])
+            s = ctx_of_key.get(key)
+            if s is None:
+                s = ctx_of_key[key] = (Fraction(f.get(X[k], 0)), token_id(X[k]), avg)
+            if ctx_label.setdefault(s, y) != y and not allow_collisions:
+                raise ConstructionError(f"two different (multiset, token) pairs share the context id {s} with labels "
+                                        f"{ctx_label[s]} and {y}: Lemma B.2's distinct sums or Lemma C.2's gaps "
+                                        "failed")
+    if len(ctx_label) != len(ctx_of_key) and not allow_collisions:
+        raise ConstructionError("distinct (multiset, token) pairs collided in the context ids")
+    return ctx_label, len(ctx_of_key)
+
+
 def token_weights(multisets: Sequence[Counter], A: Sequence[int], seed: int, max_tries: int = 64
                   ) -> Tuple[Dict[int, int], int, int]:
     """Lemma B.2 (repaired, note §4.3): integer f: A → [1, F] with pairwise distinct weighted
@@ -284,25 +312,9 @@ def build(data: SequenceData, seed: int = 0, attention: str = "uniform", r=None,
     f1_layers = prog.compile(["phi", "tid", "avg"])
 
     # context ids s_k (eq. (53)), computed from the definitions, and their labels
-    ctx_label: Dict[tuple, int] = {}
-    ctx_of_key: Dict[tuple, tuple] = {}
-    for i, X in enumerate(id_seqs):
-        ms = tuple(sorted(X))
-        avg = Fraction(sums[ms_index[ms]], n)
-        positions = [n - 1] if data.setting == "next_token" else range(n)
-        for k in positions:
-            y = data.labels[i] if data.setting == "next_token" else data.labels[i][k]
-            key = (ms, X[k])
-            s = ctx_of_key.get(key)
-            if s is None:
-                s = ctx_of_key[key] = (Fraction(f.get(X[k], 0)), tid[X[k]], avg)
-            ctx_label.setdefault(s, y)
-            if ctx_label[s] != y and not allow_collisions:
-                raise ConstructionError(f"two different (multiset, token) pairs share the context id {s}: "
-                                        f"Lemma B.2's distinct sums or Lemma C.2's gaps failed")
+    ctx_label, pairs = context_labels(id_seqs, data.labels, data.setting, f, sums, ms_index, tid.__getitem__,
+                                      allow_collisions)
     contexts = list(ctx_label)
-    if len(contexts) != len(ctx_of_key) and not allow_collisions:
-        raise ConstructionError("distinct (multiset, token) pairs collided in the context ids")
 
     # separation facts (48), (54)–(56), exactly
     min_ctx_d2 = vardi.min_sq_distance(contexts) if len(contexts) > 1 else None
@@ -330,7 +342,7 @@ def build(data: SequenceData, seed: int = 0, attention: str = "uniform", r=None,
         "distinct multisets N'": len(multisets), "distinct tokens V": V, "witness set |A|": len(A),
         "weight range F = ceil(4 N'^2 |A| sqrt(pi))": F, "max f": max(f.values(), default=0), "weight draws": tries,
         "distinct sequence ids": len(set(sums)), "context ids": len(contexts),
-        "colliding (multiset, token) pairs": len(ctx_of_key) - len(contexts),
+        "colliding (multiset, token) pairs": pairs - len(contexts),
         "r^2 (clamped >= 1)": r2, "delta^2 (clamped <= 1)": d2, "max ||x||^2": sep.max_norm2,
         "min ||x - x'||^2": sep.min_dist2,
         "token id projection bits": proj_tok.bits, "token id range": (min(proj_tok.values), max(proj_tok.values)),

@@ -26,7 +26,6 @@ from typing import Dict, Optional, Sequence
 from ..data.kajitsuka_data import SequenceData, check_consistency, check_separation
 from ..model.layers import Model
 from . import kajitsuka, kajitsuka_blocks, kajitsuka_recipes as rec, tent_map, vardi
-from .kajitsuka import ConstructionError
 from .vardi import Layout, Program
 
 
@@ -41,26 +40,6 @@ class PaperBuild:
     compiled: Optional[kajitsuka_blocks.Compiled] = None
 
 
-def _contexts(data: SequenceData, id_seqs, f, sums, ms_index, tid, n):
-    """Context ids s_k = (ϕ̃(x_k), F(x_k), (1/n) Σ ϕ̃) (eq. (53)) and their labels; raises on a
-    collision of two (multiset, token) pairs with different labels."""
-    ctx_label: Dict[tuple, int] = {}
-    keys = set()
-    for i, X in enumerate(id_seqs):
-        ms = tuple(sorted(X))
-        avg = Fraction(sums[ms_index[ms]], n)
-        positions = [n - 1] if data.setting == "next_token" else range(n)
-        for k in positions:
-            y = data.labels[i] if data.setting == "next_token" else data.labels[i][k]
-            keys.add((ms, X[k]))
-            s = (Fraction(f.get(X[k], 0)), tid[X[k]], avg)
-            if ctx_label.setdefault(s, y) != y:
-                raise ConstructionError(f"two (multiset, token) pairs share the context id {s} with different labels")
-    if len(ctx_label) != len(keys):
-        raise ConstructionError("distinct (multiset, token) pairs collided in the context ids")
-    return ctx_label
-
-
 def build(data: SequenceData, seed: int = 0, attention: str = "uniform", slope: int = tent_map.SLOPE,
           b2_direction: Optional[Sequence[Fraction]] = None, witnesses: Optional[Sequence[int]] = None) -> PaperBuild:
     """Theorem B.1 (``data.setting == "next_token"``) or Corollary 4.1 (``"seq2seq"``), paper-literal.
@@ -71,7 +50,7 @@ def build(data: SequenceData, seed: int = 0, attention: str = "uniform", slope: 
         raise ValueError(f"attention must be 'uniform' or 'hardmax', not {attention!r}")
     sep = check_separation(data)
     check_consistency(data)
-    n, d = data.n, data.d
+    d = data.d
     tokens, id_seqs = data.token_index()
     V = len(tokens)
     multisets, ms_index = kajitsuka.distinct_multisets(id_seqs)
@@ -103,7 +82,8 @@ def build(data: SequenceData, seed: int = 0, attention: str = "uniform", slope: 
     attn = kajitsuka_blocks.AttnOp(len(prog.layers), "avg", "phi")
 
     # F₂ on the context ids (Lemma C.1, tent map), read from (phi, tid, avg)
-    ctx_label = _contexts(data, id_seqs, f, sums, ms_index, proj_tok.values, n)
+    ctx_label, _ = kajitsuka.context_labels(id_seqs, data.labels, data.setting, f, sums, ms_index,
+                                            proj_tok.values.__getitem__)
     contexts = list(ctx_label)
     prep2 = vardi.prepare(contexts, [ctx_label[s] for s in contexts], (), data.C)
     proj2, c2_f2 = rec.c2_projection(prep2, seed + 13)

@@ -32,7 +32,6 @@ from ..data.kajitsuka_data import SequenceData, check_consistency, check_separat
 from ..model.layers import Model
 from ..numbers import bits
 from . import kajitsuka, vardi
-from .kajitsuka import ConstructionError
 
 Expr = vardi.Expr
 
@@ -64,26 +63,10 @@ def sequence_ids(id_seqs: Sequence[Sequence[Hashable]], seed: int) -> SequenceId
 
 def context_ids(id_seqs: Sequence[Sequence[Hashable]], labels: Sequence[int], ids: SequenceIds,
                 token_id: Callable[[Hashable], Fraction]) -> Dict[tuple, int]:
-    """Next-token context ids s_n = (f(x_n), F(x_n), (1/n) Σ_k f(x_k)) (eq. (53); f = 0 off A),
-    computed from the definitions, with their labels. Raises if two different
-    (multiset, last token) pairs share a context id (Lemma B.2's distinct sums or the token
-    id's injectivity failed)."""
-    ctx_label: Dict[tuple, int] = {}
-    seen: Dict[tuple, tuple] = {}
-    for X, y in zip(id_seqs, labels):
-        ms = tuple(sorted(X))
-        key = (ms, X[-1])
-        s = seen.get(key)
-        if s is None:
-            avg = Fraction(ids.sums[ids.ms_index[ms]], len(X))
-            s = seen[key] = (Fraction(ids.f.get(X[-1], 0)), Fraction(token_id(X[-1])), avg)
-        ctx_label.setdefault(s, y)
-        if ctx_label[s] != y:
-            raise ConstructionError(f"two (multiset, token) pairs share the context id {s} with labels "
-                                    f"{ctx_label[s]} and {y}")
-    if len(ctx_label) != len(seen):
-        raise ConstructionError("distinct (multiset, token) pairs collided in the context ids")
-    return ctx_label
+    """Next-token context ids s_n = (f(x_n), F(x_n), (1/n) Σ_k f(x_k)) (eq. (53); f = 0 off A)
+    with their labels (:func:`kajitsuka.context_labels`, which raises on a collision)."""
+    return kajitsuka.context_labels(id_seqs, labels, "next_token", ids.f, ids.sums, ids.ms_index,
+                                    lambda t: Fraction(token_id(t)))[0]
 
 
 # ----------------------------------------------------------------------------- Lemma F.1 stages
