@@ -13,11 +13,7 @@ def main(argv=None) -> int:
     if argv[:1] == ["check"] and not {"-h", "--help"} & set(argv):
         from exactmem.certificate.command import main as check_main
 
-        try:
-            return check_main(argv)
-        except KeyboardInterrupt:
-            print("interrupted", file=sys.stderr)
-            return 130
+        return check_main(argv)
     from exactmem.cli import main as cli_main
 
     return cli_main(argv)

@@ -137,3 +137,22 @@ def test_kernel_size_is_what_the_documentation_states():
         assert re.search(rf"`{re.escape(f)}`\s*\|\s*{a}\s*\|\s*{b}\s*\|", section), f"docs/certificate.md: {f} {a} {b}"
     assert re.search(rf"\*\*total\*\*\s*\|\s*\*\*{physical}\*\*\s*\|\s*\*\*{code}\*\*", section), (physical, code)
     assert code <= 1000  # the issue-16 cap, met in code lines; physical lines are stated, not capped (see the docs)
+
+
+def test_interrupted_check_exits_130_on_both_entry_points(cert_file, monkeypatch, capsys):
+    """Ctrl-C during a check: exit 130 and one line, no traceback, whether the check came
+    through ``exactmem.__main__`` (the console script) or ``exactmem.cli``."""
+    from exactmem import __main__ as entry, cli
+    from exactmem.certificate import command
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command, "check_certificate", interrupted)
+    for main in (entry.main, cli.main):
+        try:
+            code = main(["check", str(cert_file)])
+        except KeyboardInterrupt:
+            pytest.fail(f"{main.__module__}.main let the interrupt through")
+        assert code == 130
+        assert capsys.readouterr().err == "interrupted\n"

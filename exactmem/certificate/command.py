@@ -142,6 +142,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (RecursionError, MemoryError) as e:
         print(f"cannot check certificate: {type(e).__name__}", file=sys.stderr)
         return 3
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     if args.json:
         print(json.dumps(verdict.to_json(), sort_keys=True))
     else:
