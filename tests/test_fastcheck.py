@@ -523,7 +523,7 @@ def test_softmax_like_attention_goes_to_the_pure_checker(monkeypatch):
     doc = cert(mdl, [[[1], [2]]], [0])
     called = []
     monkeypatch.setattr(fastcheck, "check_examples",
-                        lambda c, ex, cap, b: called.append(c) or check_examples(c, ex, cap, b))
+                        lambda c, ex, cap, b, f=None: called.append(c) or check_examples(c, ex, cap, b, f))
     assert check_certificate_fast(doc).status == "CERTIFIED" and len(called) == 1
     # any kind other than hardmax / uniform (e.g. one added to the checker later) is handed off too
     hard = cert(model([attention([head([[1]], [[1]], [[1]], [[1]])], "hardmax", True)], dim=1), [[[1], [2]]],

@@ -8,11 +8,12 @@ may decide how to compute an example's exact output, never how it is judged.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from .evaluate import Softmax2Fault, Undecided, exact_prefix, interval_suffix
+from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, DataFacts
 from .limits import DEFAULT_MAX_PRECISION, Budget, LimitExceeded, Limits
 from .rational_interval import Interval
 from .schema import (OPS, MalformedCertificate, ParsedCertificate, canonical_hash,  # noqa: F401 (re-exported)
@@ -20,6 +21,7 @@ from .schema import (OPS, MalformedCertificate, ParsedCertificate, canonical_has
 from .text import SHORT, fmt
 
 START_PRECISION = 64
+LOWER_BOUND_FORMAT = "exactmem-lower-bound"  # checked by lowerbound.check_lower_bound
 SOFTMAX2_MAX_SPREAD = Limits().max_value_bits  # default largest softmax2 score spread max s − min s evaluated
 
 
@@ -75,15 +77,63 @@ def judge_example(cert: ParsedCertificate, e: int, out) -> Tuple[str, Optional[d
     return "pass", None
 
 
-def check_claims(cert: ParsedCertificate) -> Optional[Verdict]:
-    """The REFUTED verdict of the first failing claim, or None when all hold."""
+def check_claims(cert: ParsedCertificate, data: bool = False) -> Optional[Verdict]:
+    """The REFUTED verdict of the first failing claim, or None when all hold: the model's claims
+    (``data`` False, judged before any example), or the claims on the data quantities that the
+    examples' facts gave (``data`` True; ``min_sep2`` None: no two distinct tokens, so only a
+    lower bound holds, vacuously)."""
     m = cert.measured
     for raw, q, op, bound in cert.claims:
-        if not OPS[op](m[q], bound):
+        if (q in DATA_QUANTITIES) != data:
+            continue
+        holds = op in (">=", ">") if m[q] is None else OPS[op](m[q], bound)
+        if not holds:
             shown = dict(raw) if len(raw["bound"]) <= SHORT else {**raw, "bound": fmt(bound)}
-            return Verdict("REFUTED", {"claim": shown, "bound": fmt(bound), "measured": str(m[q])},
-                           f"claim {q} {op} {fmt(bound)} fails: measured {q} = {m[q]}", None, m)
+            got = "none (fewer than two distinct tokens)" if m[q] is None else fmt(m[q])
+            return Verdict("REFUTED", {"claim": shown, "bound": fmt(bound), "measured": str(got)},
+                           f"claim {q} {op} {fmt(bound)} fails: measured {q} = {got}", None, m)
     return None
+
+
+def new_facts(cert: ParsedCertificate) -> DataFacts:
+    """The facts a check of ``cert`` collects (token vectors only if a claim needs them)."""
+    return DataFacts(vectors=any(q in VECTOR_QUANTITIES for _, q, _, _ in cert.claims))
+
+
+def conflict_verdict(cert: ParsedCertificate, earlier: int, later: int, label=None) -> Verdict:
+    """REFUTED: rows ``earlier`` and ``later`` hold one input with two labels (no function memorizes both)."""
+    wit = {"example": later, "reason": "conflicting_labels", "same_input_as": earlier}
+    if label is not None:
+        wit["label"] = fmt(label)
+    return Verdict("REFUTED", wit, f"examples {earlier} and {later} have the same input and different labels",
+                   None, cert.measured)
+
+
+def conclude(cert: ParsedCertificate, v: Verdict, facts: DataFacts, budget: Budget) -> Verdict:
+    """The verdict once every example was seen: the data quantities join the measurements, the
+    claims on them are judged, and a CERTIFIED message counts distinct examples."""
+    if v.status == "REFUTED" or facts.rows != cert.measured["n_rows"]:
+        return v  # a refutation stands; with rows unseen (time limit) the data claims stay unjudged
+    try:
+        m = {**cert.measured, **facts.quantities(budget.tick)}
+    except LimitExceeded as x:
+        return Verdict("UNKNOWN", None, f"{x} while counting the data facts; no refutation found", v.precision,
+                       cert.measured, x.limit)
+    v.measured = m
+    refuted = check_claims(replace(cert, measured=m), data=True)
+    if refuted or v.status != "CERTIFIED":
+        return refuted or v
+    rows = f" ({facts.rows} rows; {facts.repeats} repeated {_plural(facts.repeats, 'row')} counted once)" \
+        if facts.repeats else ""
+    n = m["n_examples"]
+    v.message = (f"all {n} distinct {_plural(n, 'example')} pass{'es' if n == 1 else ''}{rows} and all "
+                 f"{len(cert.claims)} {_plural(len(cert.claims), 'claim')} hold{'s' if len(cert.claims) == 1 else ''}"
+                 f" ({v.message.split(' (', 1)[1]}" if " (" in v.message else v.message)
+    return v
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
 
 
 def precision_cap(cert: ParsedCertificate, max_precision: Optional[int], limits: Limits) -> int:
@@ -119,13 +169,19 @@ def _certified(cert: ParsedCertificate, n: int, used: Optional[int], where: str 
                    used, cert.measured)
 
 
-def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, budget: Budget) -> Verdict:
+def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, budget: Budget,
+                   facts: Optional[DataFacts] = None) -> Verdict:
     """Check the given examples (indices into ``cert.inputs``; reported as ``e + cert.first``) in
     order: the first refutation, else UNKNOWN if any is undecided or a limit stops the check, else
-    CERTIFIED (for these examples; the claims are checked apart)."""
+    CERTIFIED (for these examples; the claims are checked apart). Each example joins ``facts``
+    before it is evaluated: an input seen before with another label is REFUTED at once."""
     used, undecided, notes, m, todo = None, [], [], cert.measured, list(examples)
     for done, e in enumerate(todo):
         g = e + cert.first
+        if facts is not None:
+            earlier = facts.add(g, cert.inputs[e], cert.labels[e])
+            if earlier is not None:
+                return conflict_verdict(cert, earlier, g, cert.labels[e])
         try:
             budget.tick()
             status, wit, p = _example(cert, e, cap, budget)
@@ -169,7 +225,7 @@ def combine_verdicts(cert: ParsedCertificate, parts: List[Tuple[int, int, object
     """One verdict from the verdicts of contiguous parts (lo, hi, Verdict, or the exception that
     stopped the part) of the examples: the lowest refutation; else UNKNOWN when a part is
     undecided, failed or missing; CERTIFIED only when parts covering every example certify."""
-    m, n, failed, covered = cert.measured, cert.measured["n_examples"], [], 0
+    m, n, failed, covered = cert.measured, cert.measured["n_rows"], [], 0
     parts = sorted(parts, key=lambda p: p[0])
     for lo, hi, v in parts:
         if isinstance(v, Verdict) and v.status == "REFUTED":
@@ -195,9 +251,9 @@ def combine_verdicts(cert: ParsedCertificate, parts: List[Tuple[int, int, object
 
 
 def check_chunks(cert: ParsedCertificate, read_chunk: Optional[Callable[[str], bytes]], cap: int, budget: Budget,
-                 check_part: Optional[Callable] = None) -> Verdict:
+                 check_part: Optional[Callable] = None, facts: Optional[DataFacts] = None) -> Verdict:
     """A version-2 certificate, one chunk in memory at a time (``read_chunk(file)`` gives its
-    bytes; ``check_part(chunk, cap, budget)`` defaults to the kernel's check_examples)."""
+    bytes; ``check_part(chunk, cap, budget, facts)`` defaults to the kernel's check_examples)."""
     if read_chunk is None:
         raise MalformedCertificate("dataset: a chunked (version 2) certificate needs its chunk files")
     parts = []
@@ -208,7 +264,7 @@ def check_chunks(cert: ParsedCertificate, read_chunk: Optional[Callable[[str], b
         except LimitExceeded as x:
             return Verdict("UNKNOWN", None, f"{x} after {first} examples; no refutation found among them", None,
                            cert.measured, x.limit)
-        v = check_part(part, cap, budget) if check_part else check_examples(part, range(count), cap, budget)
+        v = check_part(part, cap, budget, facts) if check_part else check_examples(part, range(count), cap, budget, facts)
         if v.status == "REFUTED" or v.limit == "time_limit":
             return v
         parts.append((first, first + count, v))
@@ -219,13 +275,22 @@ def check_certificate(doc: dict, max_precision: Optional[int] = None, *, limits:
                       budget: Optional[Budget] = None, read_chunk: Optional[Callable[[str], bytes]] = None) -> Verdict:
     """Validate ``doc`` (MalformedCertificate if invalid or over a size limit), verify its hash,
     check the claims and re-derive every example, within ``limits`` (default: ``Limits()``).
-    A version-2 (chunked) certificate needs ``read_chunk`` (see ``chunkfiles.chunk_reader``)."""
+    A version-2 (chunked) certificate needs ``read_chunk`` (see ``chunkfiles.chunk_reader``).
+    A lower-bound certificate (format ``exactmem-lower-bound``) goes to :mod:`lowerbound`."""
     budget = budget or Budget(limits)
+    if isinstance(doc, dict) and doc.get("format") == LOWER_BOUND_FORMAT:
+        from .lowerbound import check_lower_bound
+        return check_lower_bound(doc, budget)
     try:
         cert = parse_certificate(doc, budget)
     except LimitExceeded as x:
         return Verdict("UNKNOWN", None, f"{x} while reading the certificate", None, {}, x.limit)
     cap = precision_cap(cert, max_precision, budget.limits)
-    if (refuted := check_claims(cert)) or cert.chunks is None:
-        return refuted or check_examples(cert, range(len(cert.inputs)), cap, budget)
-    return check_chunks(cert, read_chunk, cap, budget)
+    if refuted := check_claims(cert):
+        return refuted
+    facts = new_facts(cert)
+    if cert.chunks is None:
+        v = check_examples(cert, range(len(cert.inputs)), cap, budget, facts)
+    else:
+        v = check_chunks(cert, read_chunk, cap, budget, facts=facts)
+    return conclude(cert, v, facts, budget)

@@ -69,7 +69,9 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from .checker import (Budget, Limits, MalformedCertificate, ParsedCertificate, Verdict, check_chunks, check_claims,
-                      check_examples, combine_verdicts, judge_example, parse_certificate, parse_chunk, precision_cap)
+                      check_examples, combine_verdicts, conclude, conflict_verdict, judge_example, new_facts,
+                      parse_certificate, parse_chunk, precision_cap)
+from .facts import DataFacts
 from .linear import Affine, Attention, Embed, FeedForward, Lin
 from .limits import LimitExceeded
 
@@ -545,19 +547,29 @@ def check_certificate_fast(doc: dict, max_precision: Optional[int] = None, *, li
     except LimitExceeded as x:
         return Verdict("UNKNOWN", None, f"{x} while reading the certificate", None, {}, x.limit)
     cap = precision_cap(cert, max_precision, budget.limits)
-    if check_claims(cert) or cert.chunks is None:
-        return check_claims(cert) or check_examples_fast(cert, 0, len(cert.inputs), cap, budget)
-    if not fast_supported(cert):
-        return check_chunks(cert, read_chunk, cap, budget)
+    if refuted := check_claims(cert):
+        return refuted
+    facts = new_facts(cert)
+    if cert.chunks is None:
+        v = check_examples_fast(cert, 0, len(cert.inputs), cap, budget, facts=facts)
+    elif not fast_supported(cert):
+        v = check_chunks(cert, read_chunk, cap, budget, facts=facts)
+    else:
+        v = _check_chunk_groups(cert, read_chunk, cap, budget, facts)
+    return conclude(cert, v, facts, budget)
+
+
+def _check_chunk_groups(cert: ParsedCertificate, read_chunk, cap: int, budget: Budget, facts: DataFacts) -> Verdict:
+    """A version-2 certificate's chunks, consecutive chunks batched together (the cost per layer is paid once)."""
     if read_chunk is None:
         raise MalformedCertificate("dataset: a chunked (version 2) certificate needs its chunk files")
     parts = []
-    for ks in chunk_groups(cert, GROUP_EXAMPLES):  # consecutive chunks together: the cost per layer is paid once
+    for ks in chunk_groups(cert, GROUP_EXAMPLES):
         try:
             part = merged_chunks(cert, ks, [read_chunk(cert.chunks[k][0]) for k in ks], budget)
         except LimitExceeded as x:
             return Verdict("UNKNOWN", None, f"{x}; no refutation found", None, cert.measured, x.limit)
-        v = check_examples_fast(part, 0, len(part.inputs), cap, budget)
+        v = check_examples_fast(part, 0, len(part.inputs), cap, budget, facts=facts)
         if v.status == "REFUTED" or v.limit == "time_limit":
             return v
         parts.append((part.first, part.first + len(part.inputs), v))
@@ -586,13 +598,14 @@ def merged_chunks(cert: ParsedCertificate, ks: List[int], datas: List[bytes], bu
 
 
 def check_examples_fast(cert: ParsedCertificate, lo: int, hi: int, cap: int, budget: Budget,
-                        progress=None) -> Verdict:
+                        progress=None, facts: Optional[DataFacts] = None) -> Verdict:
     """:func:`checker.check_examples` for the examples lo..hi−1, batched: the same verdict and
-    witness (global example indices). Models or examples this path does not evaluate go to
-    the kernel. ``progress(layers done, layers)`` is called after each layer (display only)."""
+    witness (global example indices; each example joins ``facts`` just before it is judged).
+    Models or examples this path does not evaluate go to the kernel. ``progress(layers done,
+    layers)`` is called after each layer (display only)."""
     n, measured = hi - lo, cert.measured
     if not fast_supported(cert):
-        return check_examples(cert, range(lo, hi), cap, budget)
+        return check_examples(cert, range(lo, hi), cap, budget, facts)
     if n:
         part = replace(cert, inputs=cert.inputs[lo:hi], labels=cert.labels[lo:hi], outputs=cert.outputs[lo:hi],
                        first=cert.first + lo)
@@ -601,7 +614,7 @@ def check_examples_fast(cert: ParsedCertificate, lo: int, hi: int, cap: int, bud
         except LimitExceeded as x:  # the kernel decides what a limit means, example by example
             if x.limit == "time_limit":
                 return Verdict("UNKNOWN", None, f"{x}; no refutation found", None, measured, x.limit)
-            return check_examples(cert, range(lo, hi), cap, budget)
+            return check_examples(cert, range(lo, hi), cap, budget, facts)
         ends = np.cumsum(lengths)
         starts = ends - lengths
         if cert.position == "last":
@@ -609,6 +622,10 @@ def check_examples_fast(cert: ParsedCertificate, lo: int, hi: int, cap: int, bud
         else:
             per_row = [_token_values(r, np.arange(int(ends[-1]), dtype=np.int64)) for r in rows]
         for e in range(n):
+            if facts is not None:
+                earlier = facts.add(part.first + e, part.inputs[e], part.labels[e])
+                if earlier is not None:
+                    return conflict_verdict(cert, earlier, part.first + e, part.labels[e])
             if cert.position == "last":
                 cols = [[Fraction(v[e], D) for v in per_row]]
             else:

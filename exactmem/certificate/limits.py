@@ -59,22 +59,25 @@ class LimitExceeded(Exception):
 
 
 class Budget:
-    """The running check's limits and deadline; ``tick()`` is called between bounded steps."""
+    """The running check's limits and deadline; ``tick()`` is called between bounded steps.
+    ``until_ns``: a deadline shared by several processes (``time.time_ns()`` wall-clock
+    nanoseconds, e.g. a sharded check's), checked besides this process's own."""
 
-    def __init__(self, limits: Optional[Limits] = None):
-        self.limits = limits or Limits()
+    def __init__(self, limits: Optional[Limits] = None, until_ns: Optional[int] = None):
+        self.limits, self.until_ns = limits or Limits(), until_ns
         t = self.limits.time_limit
         self.deadline = None if t is None else time.monotonic_ns() + t.numerator * 10 ** 9 // t.denominator
 
     def restart(self, limits: Limits) -> None:
         """Apply lowered limits (e.g. the certificate's ask); the deadline only moves earlier."""
         old = self.deadline
-        self.__init__(limits)
+        self.__init__(limits, self.until_ns)
         if old is not None and (self.deadline is None or old < self.deadline):
             self.deadline = old
 
     def tick(self) -> None:
-        if self.deadline is not None and time.monotonic_ns() > self.deadline:
+        if (self.deadline is not None and time.monotonic_ns() > self.deadline) or \
+                (self.until_ns is not None and time.time_ns() > self.until_ns):
             raise LimitExceeded("time_limit", f"time limit of {fmt(self.limits.time_limit, False)} s reached")
 
     def value(self, bits: int, what: str) -> None:

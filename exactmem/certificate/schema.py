@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Dict, List, Optional
 
+from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES
 from .limits import Budget, LimitExceeded, Limits
 from .linear import Affine, Attention, Embed, FeedForward, Lin, over_lcm
 from .text import parse_int, short
@@ -26,7 +27,7 @@ VERSION = 2  # version 1 (one document) is still read
 CHUNK_FORMAT = "exactmem-certificate-chunk"
 _CHUNK_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")  # a plain file name next to the certificate
 QUANTITIES = ("n_params", "n_nonzero", "width", "relu_depth", "attention_layers", "depth", "max_bits",
-              "total_bits", "n_examples")
+              "total_bits") + DATA_QUANTITIES  # the data quantities are counted from the examples (facts.py)
 OPS = {"==": lambda a, b: a == b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b,
        "<": lambda a, b: a < b, ">": lambda a, b: a > b}
 ATTENTION_KINDS = ("softmax", "hardmax", "uniform", "softmax2")
@@ -364,14 +365,21 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
         inputs, labels, outputs = _examples(rd, spec, ds, doc["outputs"], "dataset.", "")
         n_ex = len(inputs)
     else:
-        inputs, labels, outputs, chunks, n_ex = [], [], [], [], 0
+        inputs, labels, outputs, chunks, n_ex, names = [], [], [], [], 0, {}
         for k, c in enumerate(_list(_obj(doc["dataset"], "dataset", ("chunks",))["chunks"], "dataset.chunks")):
             cp = f"dataset.chunks[{k}]"
-            _obj(c, cp, ("file", "sha256", "examples"))
+            _obj(c, cp, ("file", "sha256", "examples"), ("first",))
             if not _CHUNK_FILE.fullmatch(_str(c["file"], f"{cp}.file")):
                 bad(f"{cp}.file", f"{c['file'][:40]!r} is not a plain file name next to the certificate")
             if not re.fullmatch(r"[0-9a-f]{64}", _str(c["sha256"], f"{cp}.sha256")):
                 bad(f"{cp}.sha256", "expected 64 lowercase hex digits")
+            for key in ("file", "sha256"):  # each chunk listed once: no example is counted twice
+                if (key, c[key]) in names:
+                    bad(f"{cp}.{key}", f"the same {key} as dataset.chunks[{names[key, c[key]]}] (a chunk listed twice)")
+                names[key, c[key]] = k
+            if "first" in c and integer(c["first"], f"{cp}.first", 0) != n_ex:
+                bad(f"{cp}.first", f"chunk ranges must partition the examples: this chunk starts at {c['first']}, "
+                                   f"the chunks before it end at {n_ex}")
             chunks.append((c["file"], c["sha256"], integer(c["examples"], f"{cp}.examples", 1), n_ex))
             n_ex += c["examples"]
         if doc["outputs"] is not None:
@@ -382,13 +390,15 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
         _obj(cl, cp, ("quantity", "op", "bound"), ("source",))
         q, op = _str(cl["quantity"], f"{cp}.quantity", QUANTITIES), _str(cl["op"], f"{cp}.op", tuple(OPS))
         claims.append((cl, q, op, rd.rat(cl["bound"], f"{cp}.bound")))
+        if q in VECTOR_QUANTITIES and tokens:
+            bad(f"{cp}.quantity", f"{q} is defined for vector inputs (the tokens' coordinates), not token ids")
         if "source" in cl:
             _str(cl["source"], f"{cp}.source")
     bits = [abs(x.numerator).bit_length() + x.denominator.bit_length() for x in rd.params]  # bits(p/q)
     relu = sum(1 for x in layers if isinstance(x, FeedForward) or (isinstance(x, Affine) and x.relu))
     measured = {"n_params": len(bits), "n_nonzero": sum(1 for x in rd.params if x), "width": width,
                 "relu_depth": relu, "attention_layers": len(attention), "depth": relu + len(attention),
-                "max_bits": max(bits, default=0), "total_bits": sum(bits), "n_examples": n_ex}
+                "max_bits": max(bits, default=0), "total_bits": sum(bits), "n_rows": n_ex}
     return ParsedCertificate(layers, tokens, position, decode, m, softmax_at, inputs, labels, outputs, claims,
                              eps, max_precision, measured, 0, chunks, spec)
 

@@ -21,13 +21,11 @@ from ..model.layers import Model
 from ..model.serialize import model_to_json
 from ..numbers import format_rational, to_rational
 from .checker import canonical_hash
-from .schema import CHUNK_FORMAT
+from .schema import CHUNK_FORMAT, QUANTITIES
 
 FORMAT = "exactmem-certificate"
 VERSION = 1
 OPS = ("==", "<=", ">=", "<", ">")
-QUANTITIES = ("n_params", "n_nonzero", "width", "relu_depth", "attention_layers", "depth", "max_bits",
-              "total_bits", "n_examples")
 
 
 @dataclass(frozen=True)
@@ -115,7 +113,8 @@ def _write_chunks(doc: Dict[str, Any], path: str, k: int) -> Dict[str, Any]:
         data = _encode(body, gz)
         name = f"{stem}.chunk{i:05d}.json" + (".gz" if gz else "")
         write_bytes_atomic(data, os.path.join(os.path.dirname(os.path.abspath(path)), name))
-        chunks.append({"file": name, "sha256": hashlib.sha256(data).hexdigest(), "examples": len(body["inputs"])})
+        chunks.append({"file": name, "sha256": hashlib.sha256(data).hexdigest(), "examples": len(body["inputs"]),
+                       "first": lo})
     new = {**doc, "version": 2, "dataset": {"chunks": chunks}, "outputs": None}
     new["hash"] = canonical_hash(new)
     return new

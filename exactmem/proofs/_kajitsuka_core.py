@@ -117,10 +117,24 @@ def theorem_bounds(info):
     return D, B, P
 
 
+def data_claims(info) -> List[Claim]:
+    """The dataset quantities the bounds below take, each recounted by the kernel from the data:
+    N sequences (duplicates allowed, note §2.3) of which ``N distinct`` differ, length n, at most
+    C label values, and Assumption 4.1's token-wise (r, δ)-separation as ||x||² ≤ r², ||x − x'||² ≥ δ²."""
+    return [
+        Claim("n_rows", "==", info["N"], "N sequences, duplicates allowed given consistency (eq. (5)/(10))"),
+        Claim("n_examples", "==", info["N distinct"], "pairwise-distinct sequences among the N"),
+        Claim("seq_len", "==", info["n"], "sequence length n"),
+        Claim("label_classes", "<=", info["C"], "labels in [C]"),
+        Claim("max_norm2", "<=", info["r^2 (clamped >= 1)"], "Assumption 4.1 (1): ||x|| <= r, r >= 1"),
+        Claim("min_sep2", ">=", info["delta^2 (clamped <= 1)"], "Assumption 4.1 (2): distinct tokens >= delta apart, "
+                                                                  "delta <= 1"),
+    ]
+
+
 def claims(b):
     info = b.info
-    out = [
-        Claim("n_examples", "==", info["N"], "one example per sequence"),
+    out = data_claims(info) + [
         Claim("attention_layers", "==", 1, "Thm B.1: one uniform-attention layer between F1 and F2"),
         Claim("width", "<=", 14, "Thm B.1: width 14 (ϕ̃ 12 + token id + carried register)"),
         Claim("relu_depth", "==", kajitsuka.relu_depth(b),
@@ -157,7 +171,9 @@ def network_build(construct, claims_of):
     def build(params, seed):
         data = instance_data(params, seed)
         b = construct(data, seed=seed, attention=params.get("attention", "uniform"))
-        return Built(b.model, data.to_dataset(), claims_of(b), info=b.info)
+        ds = data.to_dataset()
+        b.info["N distinct"] = len(set(ds.inputs))
+        return Built(b.model, ds, claims_of(b), info=b.info)
     return build
 
 

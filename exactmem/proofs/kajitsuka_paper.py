@@ -26,7 +26,7 @@ from exactmem.certificate.writer import Claim
 from exactmem.constructions import kajitsuka_paper as kp
 from exactmem.model.measure import measure
 from exactmem.proof import Theorem
-from exactmem.proofs._kajitsuka_core import network_build, next_token_instance, stage_bounds, theorem_bounds
+from exactmem.proofs._kajitsuka_core import data_claims, network_build, next_token_instance, stage_bounds, theorem_bounds
 
 SOURCE = ("Kajitsuka & Sato (ICLR 2025) Thm 4.1 / B.1 in the architecture of eqs. (2)-(4); Lemmas B.2, C.2 "
           "(recipes), G.4-G.6 (tent map); eqs. (41)-(42)")
@@ -39,8 +39,7 @@ def claims(b: kp.PaperBuild):
     L = kp.paper_blocks(b)
     W = kp.width(b)
     m = measure(b.model)
-    out = [
-        Claim("n_examples", "==", info["N"], "one example per sequence"),
+    out = data_claims(info) + [
         Claim("attention_layers", "==", L, "paper depth L (blocks, §3.2): one attention per block"),
         Claim("relu_depth", "==", L, "one residual feed-forward layer (eq. (3)) per block"),
         Claim("depth", "==", 2 * L, "ReLU + attention layers = 2L"),

@@ -36,7 +36,7 @@ from exactmem import enclosure as E
 from exactmem.certificate.writer import Claim
 from exactmem.constructions import kajitsuka, kajitsuka_embedding as KE, kajitsuka_variants as KV, vardi
 from exactmem.proof import Built, Instance, Theorem
-from exactmem.proofs._kajitsuka_core import instance_data
+from exactmem.proofs._kajitsuka_core import data_claims, instance_data
 
 SOURCE_F1 = "Kajitsuka & Sato (ICLR 2025) Theorem F.1, eqs. (143)-(150), with Lemma F.1 (136)-(142)"
 SOURCE_E1 = "Kajitsuka & Sato (ICLR 2025) Theorem E.1, eqs. (127)-(135)"
@@ -114,8 +114,7 @@ def f1_R_check(info):
 
 def f1_claims(b):
     info = b.info
-    out = [
-        Claim("n_examples", "==", info["N"], "one example per sequence"),
+    out = data_claims(info) + [
         Claim("attention_layers", "==", 1, "Thm F.1: one uniform-attention layer between F1 and F2"),
         Claim("width", "<=", 15, "Thm F.1: width 15"),
         Claim("relu_depth", "==", KV.relu_depth(b),
@@ -146,7 +145,9 @@ def build_limited(params, seed):
     lr, ln_, ok = f1_R_check(b.info)
     b.info.update({"log2 R (Thm F.1)": str(lr), "log2 max(R_phi, C_phi, R_2) measured": str(ln_),
                    "R >= R_phi, C_phi, R_2": ok})
-    return Built(b.model, data.to_dataset(), f1_claims(b), info=b.info)
+    ds = data.to_dataset()
+    b.info["N distinct"] = len(set(ds.inputs))
+    return Built(b.model, ds, f1_claims(b), info=b.info)
 
 
 # ----------------------------------------------------------------------------- Theorem E.1
@@ -200,7 +201,11 @@ def e1_R_check(info):
 def e1_claims(b):
     info = b.info
     out = [
-        Claim("n_examples", "==", info["N"], "one example per sequence"),
+        Claim("n_rows", "==", info["N"], "N sequences, duplicates allowed given consistency (eq. (5))"),
+        Claim("n_examples", "==", info["N distinct"], "pairwise-distinct sequences among the N"),
+        Claim("seq_len", "==", info["n"], "sequence length n"),
+        Claim("label_classes", "<=", info["C"], "labels in [C]"),
+        Claim("distinct_tokens", "<=", info["omega"], "a vocabulary of omega tokens"),
         Claim("attention_layers", "==", 1, "Thm E.1: one uniform-attention layer"),
         Claim("width", "<=", 12, "embedding 3, Lemma C.1 width 12"),
         Claim("relu_depth", "==", KE.relu_depth(b), "this implementation: Lemma C.1 depth of F^(FF)"),
@@ -229,7 +234,9 @@ def build_embedding(params, seed):
     lp, ln_, ok = e1_R_check(b.info)
     b.info.update({"log2 printed R (r = delta = 1)": str(lp), "log2 Lemma C.1 R of the contexts": str(ln_),
                    "printed R >= needed R": ok})
-    return Built(b.model, data.to_dataset(), e1_claims(b), info=b.info)
+    ds = data.to_dataset()
+    b.info["N distinct"] = len(set(ds.inputs))
+    return Built(b.model, ds, e1_claims(b), info=b.info)
 
 
 # ----------------------------------------------------------------------------- theorems

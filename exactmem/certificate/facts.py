@@ -1,0 +1,120 @@
+"""Dataset facts the kernel recomputes from the examples (kernel; standard library only).
+
+A memorization theorem speaks of N pairwise-distinct labelled inputs, of their length n, of C
+classes and, for token-wise (r, δ)-separated data (Kajitsuka & Sato, Definition of separated
+tokens, §3), of the norms and gaps of the distinct tokens. A certificate never states these: the
+kernel counts them while it reads the examples, and the claims on them (``n_examples``,
+``n_rows``, ``seq_len``, ``label_classes``, ``distinct_tokens``, ``max_norm2``, ``min_sep2``)
+are judged against these counts.
+
+Equal inputs are found by the SHA-256 of a canonical byte form (token ids, or the reduced
+numerators and denominators of every coordinate, each length-prefixed): equal inputs always
+give equal digests, so N is never over-counted; two rows with one digest and two labels are a
+REFUTED witness (a false one would need a SHA-256 collision, which the certificate's own hash
+already rules out).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from fractions import Fraction
+from typing import Dict, List, Optional, Tuple
+
+DATA_QUANTITIES = ("n_examples", "n_rows", "seq_len", "label_classes", "distinct_tokens", "max_norm2", "min_sep2")
+VECTOR_QUANTITIES = ("max_norm2", "min_sep2")  # need the distinct token vectors, not only their count
+
+
+def _int_bytes(v: int) -> bytes:
+    """A length-prefixed two's-complement encoding of an int of any size (no decimal conversion)."""
+    b = v.to_bytes(v.bit_length() // 8 + 1, "big", signed=True)
+    return len(b).to_bytes(8, "big") + b
+
+
+def token_bytes(t) -> bytes:
+    """Canonical bytes of one token: an id, or a vector of Fractions (in lowest terms)."""
+    if isinstance(t, int):
+        return b"i" + _int_bytes(t)
+    return b"v" + b"".join(_int_bytes(x.numerator) + _int_bytes(x.denominator) for x in t)
+
+
+def _label_key(label):
+    """A hashable, exact form of a label (class index, column of Fractions, or one per position)."""
+    if isinstance(label, int):
+        return label
+    return tuple(_label_key(x) if isinstance(x, list) else x for x in label)
+
+
+class DataFacts:
+    """Distinct inputs, their labels and the token facts of the rows seen so far.
+
+    ``add(row, input, label)`` returns the earlier row with the same input and another label
+    (a conflict), else None; ``merge`` adds another part's facts (a shard) and returns the
+    conflicts it finds, ordered by the later row; ``quantities`` gives the data quantities."""
+
+    def __init__(self, vectors: bool = False):
+        self.vectors = vectors  # keep the distinct token vectors (for max_norm2 / min_sep2)
+        self.seen: Dict[bytes, Tuple[int, object]] = {}  # input digest -> (first row, label key)
+        self.rows = self.repeats = self.seq_len = 0
+        self.classes: set = set()  # the distinct label values (one per position for sequence-to-sequence)
+        self.tokens: Dict[bytes, object] = {}  # canonical token bytes -> the vector (or None)
+
+    def add(self, row: int, x: list, label) -> Optional[int]:
+        h = hashlib.sha256()
+        for t in x:
+            tb = token_bytes(t)
+            h.update(tb)
+            if tb not in self.tokens:
+                self.tokens[tb] = t if self.vectors and not isinstance(t, int) else None
+        self.seq_len = max(self.seq_len, len(x))
+        key = _label_key(label)
+        self.classes.update(key if isinstance(key, tuple) and key and isinstance(label[0], (list, int)) else (key,))
+        return self._record(h.digest(), row, key)
+
+    def _record(self, digest: bytes, row: int, key) -> Optional[int]:
+        self.rows += 1
+        old = self.seen.get(digest)
+        if old is None:
+            self.seen[digest] = (row, key)
+            return None
+        self.repeats += 1
+        if row < old[0]:
+            self.seen[digest] = (row, key)  # the earliest row stands for the input
+        return None if old[1] == key else old[0]
+
+    def export(self) -> tuple:
+        """Picklable facts of one part, for :meth:`merge` in the process that combines parts."""
+        return self.seen, self.rows, self.repeats, self.seq_len, self.classes, self.tokens
+
+    def merge(self, part: tuple) -> List[Tuple[int, int]]:
+        """Add a part's exported facts; the (earlier row, later row) pairs with one input and
+        two labels, ordered by the later row."""
+        seen, rows, repeats, seq_len, classes, tokens = part
+        conflicts = []
+        for digest, (row, key) in sorted(seen.items(), key=lambda kv: kv[1][0]):
+            c = self._record(digest, row, key)
+            if c is not None:
+                conflicts.append((min(c, row), max(c, row)))
+        self.rows += rows - len(seen)
+        self.repeats += repeats
+        self.seq_len = max(self.seq_len, seq_len)
+        self.classes |= classes
+        for k, v in tokens.items():
+            self.tokens.setdefault(k, v)
+        return sorted(conflicts, key=lambda p: p[1])
+
+    def quantities(self, tick=None) -> Dict[str, object]:
+        """The data quantities (``min_sep2`` None when fewer than two distinct tokens: no pair)."""
+        q = {"n_examples": len(self.seen), "n_rows": self.rows, "seq_len": self.seq_len,
+             "label_classes": len(self.classes), "distinct_tokens": len(self.tokens)}
+        if self.vectors:
+            vs = [v for v in self.tokens.values() if v is not None]
+            q["max_norm2"] = max((sum(x * x for x in v) for v in vs), default=Fraction(0))
+            best = None
+            for i, v in enumerate(vs):  # Kajitsuka & Sato's δ: the least gap between distinct tokens
+                if tick is not None:
+                    tick()
+                for w in vs[:i]:
+                    d = sum((a - b) * (a - b) for a, b in zip(v, w))
+                    best = d if best is None or d < best else best
+            q["min_sep2"] = best
+        return q
