@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from exactmem.certificate.text import fmt
 from exactmem.certificate.checker import Limits, MalformedCertificate, canonical_hash, check_certificate
 from exactmem.certificate.text import fmt, int_str, parse_int
 from test_checker import affine, attention, cert, head, model
@@ -284,3 +286,24 @@ def test_library_certify_takes_the_verifiers_limits():
     assert em.certify(net).status == "CERTIFIED"
     v = em.certify(net, limits=Limits(time_limit=F(1, 10 ** 6)))
     assert v.status == "UNKNOWN" and v.limit == "time_limit"
+
+
+def _one_step_bomb_doc(width=1000, layers=9, bits=50_000, seed=7):
+    """One wide affine layer on big registers: ``layers`` 1×1 layers of ``bits``-bit weights p/q
+    grow the single register (numerator and denominator) to about layers·bits bits, a 1×``width``
+    layer copies it, then a ``width``×``width`` layer of ±1 is a single kernel step of about
+    width² big-integer products (a minute here), which must tick the clock inside."""
+    rng = random.Random(seed)
+    big = [{"type": "affine", "W": [[fmt(F(rng.getrandbits(bits) | 1 << (bits - 1),
+                                             rng.getrandbits(bits) | 1 << (bits - 1) | 1), False)]], "relu": False}
+           for _ in range(layers)]
+    wide = [affine([[1]] * width), affine([[rng.choice((1, -1)) for _ in range(width)] for _ in range(width)])]
+    return cert(model(big + wide, dim=1), [[[1]]], [[0] * width])
+
+
+@pytest.mark.parametrize("engine", ["pure", "fast"])
+def test_one_wide_step_on_big_registers_stops_at_the_time_limit(tmp_path, engine):
+    p = write(tmp_path, _one_step_bomb_doc())
+    code, out, err, secs = run_check(p, "--time-limit", "5", "--engine", engine)
+    line = one_line(out)
+    assert code == 2 and line.startswith("UNKNOWN") and "time limit of 5 s" in line and secs < 6, (code, line, secs)

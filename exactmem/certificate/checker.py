@@ -151,7 +151,7 @@ def _example(cert: ParsedCertificate, e: int, cap: int, budget: Budget):
     cols, D = exact_prefix(cert, cert.inputs[e], stop, budget)
     if cert.softmax_at is None:
         keep = cols[-1:] if cert.position == "last" else cols
-        return (*judge_example(cert, e, [[Fraction(v, D) for v in c] for c in keep]), None)
+        return (*judge_example(cert, e, [[budget.tick() or Fraction(v, D) for v in c] for c in keep]), None)
     p = min(START_PRECISION, cap)
     while True:
         try:

@@ -1,8 +1,11 @@
 """Reading the chunk files of a version-2 certificate from the directory it lies in.
 
 Outside the kernel: the kernel (``schema.parse_chunk``) verifies each chunk's SHA-256 against
-the hashed certificate before it reads a field, so this reader need not be trusted; it only
-bounds what it reads by ``max_bytes`` and names a missing file.
+the hashed certificate before it reads a field, so this reader need not be trusted for
+soundness. It reads only regular files inside the certificate's folder (the kernel accepts only
+plain names, no path separators): no symbolic links, FIFOs or devices, sizes checked before
+reading (``schema.read_bytes`` with ``follow=False``), so a folder's writer learns nothing of
+other files and cannot make ``check`` block.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ def chunk_reader(directory: str, limits: Optional[Limits] = None):
     cap = (limits or Limits()).max_bytes
 
     def read(name: str) -> bytes:
-        data = read_bytes(os.path.join(directory, name), limits, f"chunk file {name}")
+        data = read_bytes(os.path.join(directory, name), limits, f"chunk file {name}", follow=False)
         if len(data) > cap:
             raise MalformedCertificate(f"{name}: " + str(LimitExceeded("max_bytes", f"the chunk file is larger than "
                                                                                      f"{cap} bytes")))

@@ -53,17 +53,18 @@ def softmax2_exponents(scores: List[Optional[Fraction]], where, budget: Budget, 
 
 def _exact_layer(i: int, layer, cols: List[List[int]], D: int, budget: Budget):
     """Layer i on the columns ``cols / D``: (new columns, new denominator)."""
+    t = budget.tick
     if isinstance(layer, Affine):
-        return [layer.lin.apply(c, D, layer.relu) for c in cols], D * layer.lin.L
+        return [layer.lin.apply(c, D, layer.relu, t) for c in cols], D * layer.lin.L
     if isinstance(layer, FeedForward):
         l1, l2 = layer.lin1, layer.lin2
-        out = [l2.apply(l1.apply(c, D, True), D * l1.L) for c in cols]
+        out = [l2.apply(l1.apply(c, D, True, t), D * l1.L, False, t) for c in cols]
         if layer.residual:
             k = l1.L * l2.L
             out = [list(map(add, o, map(mul, c, repeat(k)))) for o, c in zip(out, cols)]
         return out, D * l1.L * l2.L
     n = len(cols)
-    heads = [(WQ, WK, None if WK is None else [WK.apply(c, D) for c in cols], WV, WO)
+    heads = [(WQ, WK, None if WK is None else [WK.apply(c, D, False, t) for c in cols], WV, WO)
              for WQ, WK, WV, WO in layer.heads]
     res = []
     for j in ([n - 1] if layer.query == "last" else range(n)):
@@ -74,8 +75,8 @@ def _exact_layer(i: int, layer, cols: List[List[int]], D: int, budget: Budget):
             if keys is None:
                 I, a = K, None
             else:
-                q = WQ.apply(cols[j], D)
-                sc = [sum(map(mul, keys[k], q)) for k in K]
+                q = WQ.apply(cols[j], D, False, t)
+                sc = [t() or sum(map(mul, keys[k], q)) for k in K]
                 if layer.kind == "softmax2":
                     den = D * D * WQ.L * WK.L  # score k = sc[k] / den
                     ex = softmax2_exponents([Fraction(v, den) for v in sc], lambda k: (i, h, j, K[k]), budget)
@@ -85,12 +86,31 @@ def _exact_layer(i: int, layer, cols: List[List[int]], D: int, budget: Budget):
                     I, a = [k for k, s in zip(K, sc) if s == best], None
             Z = len(I) if a is None else sum(a)
             rows = (cols[k] for k in I) if a is None else (list(map(mul, cols[k], repeat(ak))) for k, ak in zip(I, a))
-            z = list(map(sum, zip(*rows)))
-            o = WO.apply(WV.apply(z, D), D * WV.L)
+            z = _column_sum(rows, t)
+            o = WO.apply(WV.apply(z, D, False, t), D * WV.L, False, t)
             parts.append((o, D * WV.L * WO.L * Z))
         summands, den = _common(parts)
         res.append((list(map(sum, zip(*summands))), den))
     return _common(res)
+
+
+def common_divisor(g: int, values, tick) -> int:
+    """gcd(g, *values), the clock checked after each value (a gcd of big integers takes time)."""
+    for v in values:
+        if g == 1:
+            break
+        tick()
+        g = gcd(g, v)
+    return g
+
+
+def _column_sum(rows, tick) -> List[int]:
+    """The sum of integer columns, the clock checked after each one."""
+    z = None
+    for r in rows:
+        tick()
+        z = r if z is None else list(map(add, z, r))
+    return z
 
 
 def exact_prefix(cert, x, stop: int, budget: Budget):
@@ -101,12 +121,12 @@ def exact_prefix(cert, x, stop: int, budget: Budget):
         cols = [emb.E[t] if emb.P is None else list(map(add, emb.E[t], emb.P[s])) for s, t in enumerate(x)]
         D, start = emb.L, 1
     else:
-        (cols, D), start = over_lcm(x), 0
+        (cols, D), start = over_lcm(x, budget), 0
     for i, layer in enumerate(layers[start:stop], start):
         budget.tick()
         cols, D = _exact_layer(i, layer, cols, D, budget)
         if D.bit_length() > 256:
-            g = gcd(D, *chain.from_iterable(cols))
+            g = common_divisor(D, chain.from_iterable(cols), budget.tick)
             if g > 1:
                 cols, D = [[v // g for v in c] for c in cols], D // g
         budget.value(max(map(int.bit_length, chain((D,), chain.from_iterable(cols)))),
@@ -114,12 +134,12 @@ def exact_prefix(cert, x, stop: int, budget: Budget):
     return cols, D
 
 
-def _lin_iv(lin: Lin, col: List[Interval], p: int, relu: bool = False) -> List[Interval]:
+def _lin_iv(lin: Lin, col: List[Interval], p: int, relu: bool = False, tick=None) -> List[Interval]:
     """Enclosure of W x + b for x in a box: midpoint image ± |W| · radius, rounded to p bits."""
     (LO, HI), M = over_lcm([[x.lo for x in col], [x.hi for x in col]])
-    mid = lin.apply(list(map(add, LO, HI)), 2 * M)
+    mid = lin.apply(list(map(add, LO, HI)), 2 * M, False, tick)
     rad = list(map(sub, HI, LO))
-    r = lin.absolute().apply(rad, 2 * M) if any(rad) else repeat(0)
+    r = lin.absolute().apply(rad, 2 * M, False, tick) if any(rad) else repeat(0)
     den = 2 * M * lin.L
     out = [Interval(round_ratio(c - e, den, p, False), round_ratio(c + e, den, p, True)) for c, e in zip(mid, r)]
     return [irelu(x) for x in out] if relu else out
@@ -146,13 +166,15 @@ def _iv_integer(x: Interval) -> Optional[Fraction]:
 
 def _iv_layer(i: int, layer, cols: List[List[Interval]], p: int, budget: Budget) -> List[List[Interval]]:
     """Layer i on columns of intervals, rounded to p bits."""
+    t = budget.tick
     if isinstance(layer, Affine):
-        return [_lin_iv(layer.lin, c, p, layer.relu) for c in cols]
+        return [_lin_iv(layer.lin, c, p, layer.relu, t) for c in cols]
     if isinstance(layer, FeedForward):
-        out = [_lin_iv(layer.lin2, _lin_iv(layer.lin1, c, p, True), p) for c in cols]
+        out = [_lin_iv(layer.lin2, _lin_iv(layer.lin1, c, p, True, t), p, False, t) for c in cols]
         return [[isum(xy, p) for xy in zip(o, c)] for o, c in zip(out, cols)] if layer.residual else out
     n = len(cols)
-    heads = [(WQ, None if WK is None else [_lin_iv(WK, c, p) for c in cols], [_lin_iv(WV, c, p) for c in cols], WO)
+    heads = [(WQ, None if WK is None else [_lin_iv(WK, c, p, False, t) for c in cols],
+              [_lin_iv(WV, c, p, False, t) for c in cols], WO)
              for WQ, WK, WV, WO in layer.heads]
     res = []
     for j in ([n - 1] if layer.query == "last" else range(n)):
@@ -162,7 +184,7 @@ def _iv_layer(i: int, layer, cols: List[List[Interval]], p: int, budget: Budget)
         for h, (WQ, keys, vals, WO) in enumerate(heads):
             w, I = None, K
             if keys is not None:
-                q = _lin_iv(WQ, cols[j], p)
+                q = _lin_iv(WQ, cols[j], p, False, t)
                 sc = [idot(keys[k], q, p) for k in K]
                 if layer.kind == "softmax":
                     w = softmax(sc, p, budget.tick)
@@ -174,7 +196,7 @@ def _iv_layer(i: int, layer, cols: List[List[Interval]], p: int, budget: Budget)
                     I = [K[r] for r in _argmax_set(sc)]
             w = w or [Fraction(1, len(I))] * len(I)
             mixed = [idot(w, [vals[k][r] for k in I], p) for r in range(WO.cols)]
-            parts.append(_lin_iv(WO, mixed, p))
+            parts.append(_lin_iv(WO, mixed, p, False, t))
         res.append([isum(xs, p) for xs in zip(*parts)])
     return res
 

@@ -72,12 +72,14 @@ from .checker import (Budget, Limits, MalformedCertificate, ParsedCertificate, V
                       check_examples, combine_verdicts, conclude, conflict_verdict, judge_example, new_facts,
                       parse_certificate, parse_chunk, precision_cap)
 from .facts import DataFacts
+from .evaluate import common_divisor
 from .linear import Affine, Attention, Embed, FeedForward, Lin
 from .limits import LimitExceeded
 
 __all__ = ["check_certificate_fast", "check_examples_fast", "chunk_groups", "fast_supported", "merged_chunks"]
 
 INT64_SAFE = 1 << 62
+_clock = [lambda: None]  # the running check's Budget.tick, set by _evaluate (work on big integers checks it)
 GROUP_EXAMPLES = 50_000  # a version-2 certificate's chunks are evaluated together up to this many examples
 EXACT_ATTENTION = ("uniform", "hardmax")  # every other kind (softmax, ...) goes to the pure checker
 
@@ -234,7 +236,10 @@ def _combine(terms, b: int, inputs: Dict[int, np.ndarray], rows: List[_Row], k: 
     bound = abs(b) + sum(abs(a) * rows[j].bound for j, a in terms)
     small = bound < INT64_SAFE  # then every |a|, every term and every partial sum is < 2^62
     acc, sums = None, {}
+    tick = _clock[0] if not small else None
     for j, a in terms:  # Σ_|a| |a|·(Σ ±x_j): 2U − 2^M (s₁ − s₂) multiplies 2^M by s₁ − s₂ only
+        if tick is not None:
+            tick()
         x, m = inputs[j] if small else _as_object(inputs[j]), abs(a)
         sums[m] = (x if a > 0 else -x) if m not in sums else (sums[m] + x if a > 0 else sums[m] - x)
     for m, x in sums.items():
@@ -471,7 +476,7 @@ def _reduce(rows: List[_Row], D: int) -> Tuple[List[_Row], int]:
         if vals.dtype == np.int64:
             g = gcd(g, int(np.gcd.reduce(np.abs(vals)))) if len(vals) else g
         else:
-            g = gcd(g, *vals.tolist())
+            g = common_divisor(g, vals.tolist(), _clock[0])
         if g == 1:
             return rows, D
     done: Dict[int, _Row] = {}
@@ -487,6 +492,14 @@ def _reduce(rows: List[_Row], D: int) -> Tuple[List[_Row], int]:
 def _evaluate(cert: ParsedCertificate, budget: Budget, progress=None) -> Tuple[List[_Row], int, np.ndarray]:
     """Run every layer on all tokens at once; return the final rows, D and sequence lengths
     (``progress(layers done, layers)`` after each layer, if given)."""
+    _clock[0] = budget.tick
+    try:
+        return _evaluate_layers(cert, budget, progress)
+    finally:
+        _clock[0] = lambda: None
+
+
+def _evaluate_layers(cert: ParsedCertificate, budget: Budget, progress=None) -> Tuple[List[_Row], int, np.ndarray]:
     seqs = _Seqs(np.array([len(x) for x in cert.inputs], dtype=np.int64))
     rows, D, start = _initial_rows(cert, seqs.T)
     layers = cert.layers[start:]
@@ -597,6 +610,29 @@ def merged_chunks(cert: ParsedCertificate, ks: List[int], datas: List[bytes], bu
                    outputs=[x for p in parts for x in p.outputs])
 
 
+def _judge_all(part: ParsedCertificate, per_row, D: int, starts, ends, budget: Budget,
+               facts: Optional[DataFacts]) -> Optional[Verdict]:
+    """The kernel's judgement of every example of ``part`` from the batched outputs, in order:
+    the first refutation (a label conflict counts at its later row), else None."""
+    tick = budget.tick
+    for e in range(len(part.inputs)):
+        g = part.first + e
+        if facts is not None:
+            earlier = facts.add(g, part.inputs[e], part.labels[e])
+            if earlier is not None:
+                return conflict_verdict(part, earlier, g, part.labels[e])
+        if part.position == "last":
+            cols = [[tick() or Fraction(v[e], D) for v in per_row]]
+        else:
+            cols = [[tick() or Fraction(v[t], D) for v in per_row] for t in range(int(starts[e]), int(ends[e]))]
+        status, wit = judge_example(part, e, cols)
+        if status == "fail":
+            what = "claimed output differs from" if wit["reason"] == "outputs" else "label not met by"
+            return Verdict("REFUTED", wit, f"example {wit['example']}: {what} the re-derived output", None,
+                           part.measured)
+    return None
+
+
 def check_examples_fast(cert: ParsedCertificate, lo: int, hi: int, cap: int, budget: Budget,
                         progress=None, facts: Optional[DataFacts] = None) -> Verdict:
     """:func:`checker.check_examples` for the examples lo..hi−1, batched: the same verdict and
@@ -621,19 +657,11 @@ def check_examples_fast(cert: ParsedCertificate, lo: int, hi: int, cap: int, bud
             per_row = [_token_values(r, ends - 1) for r in rows]
         else:
             per_row = [_token_values(r, np.arange(int(ends[-1]), dtype=np.int64)) for r in rows]
-        for e in range(n):
-            if facts is not None:
-                earlier = facts.add(part.first + e, part.inputs[e], part.labels[e])
-                if earlier is not None:
-                    return conflict_verdict(cert, earlier, part.first + e, part.labels[e])
-            if cert.position == "last":
-                cols = [[Fraction(v[e], D) for v in per_row]]
-            else:
-                cols = [[Fraction(v[t], D) for v in per_row] for t in range(int(starts[e]), int(ends[e]))]
-            status, wit = judge_example(part, e, cols)
-            if status == "fail":
-                what = "claimed output differs from" if wit["reason"] == "outputs" else "label not met by"
-                return Verdict("REFUTED", wit, f"example {wit['example']}: {what} the re-derived output", None,
-                               measured)
+        try:
+            refuted = _judge_all(part, per_row, D, starts, ends, budget, facts)
+        except LimitExceeded as x:
+            return Verdict("UNKNOWN", None, f"{x}; no refutation found", None, measured, x.limit)
+        if refuted is not None:
+            return refuted
     return Verdict("CERTIFIED", None, f"all {n} examples pass and all {len(cert.claims)} claims hold (exact, fast "
                                       "engine)", None, measured)

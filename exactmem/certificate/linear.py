@@ -13,10 +13,27 @@ from operator import add, mul
 from typing import List, Optional, Tuple
 
 
-def over_lcm(rows: List[List[Fraction]]) -> Tuple[List[List[int]], int]:
-    """Rows of rationals as integers over their least common denominator L: (rows · L, L)."""
-    L = lcm(*(x.denominator for row in rows for x in row))
+WORK_SLICE = 1 << 28  # cost units (about 30 ms here) of integer work done between two budget ticks
+
+
+def over_lcm(rows: List[List[Fraction]], budget=None) -> Tuple[List[List[int]], int]:
+    """Rows of rationals as integers over their least common denominator L: (rows · L, L);
+    with a ``budget``, L's size is held to its value limit and the clock is checked per row."""
+    if budget is None:
+        L = lcm(*(x.denominator for row in rows for x in row))
+    else:
+        L = 1
+        for row in rows:
+            budget.tick()
+            L = lcm(L, *(x.denominator for x in row))
+            budget.value(L.bit_length(), "the common denominator of a weight matrix")
     return [[x.numerator * (L // x.denominator) for x in row] for row in rows], L
+
+
+def product_cost(a_bits: int, b_bits: int) -> int:
+    """Cost units of one product of an a-bit and a b-bit integer and its addition (linear for a
+    small factor, about a·b/256 for two large ones: CPython's Karatsuba, measured)."""
+    return a_bits + b_bits + (a_bits * b_bits >> 8)
 
 
 class Lin:
@@ -26,13 +43,14 @@ class Lin:
     def __init__(self, A: List[List[int]], c: Optional[List[int]], L: int, cols: int):
         self.A, self.c, self.L, self.cols, self.rows = A, c, L, cols, len(A)
         self.T = self.const = self._abs = None
+        self.bits = max((x.bit_length() for row in A + ([c] if c else []) for x in map(abs, row)), default=0)
         if cols * 8 <= self.rows:
             self.T = [list(t) for t in zip(*A)]
             self.const = [t[0] if t.count(t[0]) == len(t) else None for t in self.T]
 
     @staticmethod
-    def make(W: List[List[Fraction]], b: Optional[List[Fraction]]) -> "Lin":
-        rows, L = over_lcm(W if b is None else W + [b])
+    def make(W: List[List[Fraction]], b: Optional[List[Fraction]], budget=None) -> "Lin":
+        rows, L = over_lcm(W if b is None else W + [b], budget)
         return Lin(rows[:len(W)], None if b is None else rows[-1], L, len(W[0]))
 
     def absolute(self) -> "Lin":
@@ -41,11 +59,16 @@ class Lin:
             self._abs = Lin([[abs(a) for a in row] for row in self.A], None, self.L, self.cols)
         return self._abs
 
-    def apply(self, v: List[int], D: int, relu: bool = False) -> List[int]:
-        """Numerators of W v/D + b over L*D, then max(0, ·) if ``relu``."""
+    def apply(self, v: List[int], D: int, relu: bool = False, tick=None) -> List[int]:
+        """Numerators of W v/D + b over L*D, then max(0, ·) if ``relu``. With ``tick`` (the
+        budget's clock), a product whose cost passes WORK_SLICE is done in ticked slices."""
         c = self.c
         if c is not None and D != 1:
             c = map(mul, c, repeat(D))
+        if tick is not None:
+            unit = product_cost(self.bits, max(map(int.bit_length, v), default=0))
+            if unit * self.cols * self.rows > WORK_SLICE:
+                return self._apply_ticked(v, None if c is None else list(c), relu, tick, unit)
         if self.T is None:
             it = (sum(map(mul, row, v)) for row in self.A)
             if c is not None:
@@ -63,6 +86,18 @@ class Lin:
             elif s:
                 it = map(add, it, repeat(s))
         return [x if x > 0 else 0 for x in it] if relu else list(it)
+
+    def _apply_ticked(self, v: List[int], c: Optional[List[int]], relu: bool, tick, unit: int) -> List[int]:
+        """``apply`` for large operands: row by row, in slices of columns of about WORK_SLICE
+        cost units, the clock checked after each slice."""
+        step, out = max(1, WORK_SLICE // unit), []
+        for r, row in enumerate(self.A):
+            acc = 0 if c is None else c[r]
+            for j in range(0, self.cols, step):
+                tick()
+                acc += sum(map(mul, row[j:j + step], v[j:j + step]))
+            out.append(acc if acc > 0 or not relu else 0)
+        return out
 
 
 @dataclass

@@ -7,11 +7,14 @@ claims, measured size quantities); anything invalid raises :class:`MalformedCert
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
 import io
 import json
+import os
 import re
+import stat
 import zlib
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -107,13 +110,37 @@ def _json_int(s: str) -> int:
     return int(s)
 
 
-def read_bytes(path: str, limits: Optional[Limits] = None, name: Optional[str] = None) -> bytes:
-    """At most ``max_bytes`` + 1 bytes of a file; an unreadable file is malformed (``name`` in messages)."""
+def read_bytes(path: str, limits: Optional[Limits] = None, name: Optional[str] = None, follow: bool = True) -> bytes:
+    """At most ``max_bytes`` + 1 bytes of a regular file; anything else is malformed (``name`` in
+    messages): a FIFO, device or directory (checked with ``fstat`` after a non-blocking open, so a
+    FIFO never blocks), a file over ``max_bytes`` (checked before reading), and with ``follow``
+    False a symbolic link (``O_NOFOLLOW``)."""
+    cap, what = (limits or Limits()).max_bytes, name or path
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        if os.path.islink(path):  # also where O_NOFOLLOW does not exist
+            raise MalformedCertificate(f"{what} is a symbolic link (chunk files must be regular files in the "
+                                       "certificate's folder)")
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        with open(path, "rb") as f:
-            return f.read((limits or Limits()).max_bytes + 1)
+        fd = os.open(path, flags)
     except OSError as e:
-        raise MalformedCertificate(f"cannot read {name or path}: {e.strerror or e}") from None
+        if e.errno == errno.ELOOP:
+            raise MalformedCertificate(f"{what} is a symbolic link (chunk files must be regular files in the "
+                                       "certificate's folder)") from None
+        raise MalformedCertificate(f"cannot read {what}: {e.strerror or e}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise MalformedCertificate(f"{what} is not a regular file (a FIFO, device or directory)")
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > cap:
+            raise MalformedCertificate(f"{what}: " + str(LimitExceeded("max_bytes", f"the file is larger than {cap} "
+                                                                                    f"bytes ({st.st_size} bytes)")))
+        try:
+            return f.read(cap + 1)
+        except OSError as e:
+            raise MalformedCertificate(f"cannot read {what}: {e.strerror or e}") from None
 
 
 def load_certificate(path: str, limits: Optional[Limits] = None) -> dict:
@@ -241,17 +268,17 @@ class _Reader:
         if t == "embed":
             E = self.mat(d["E"], m, None, f"{path}.E")
             P = None if d.get("P") is None else self.mat(d["P"], None, len(E[0]), f"{path}.P")
-            rows, L = over_lcm(E + (P or []))
+            rows, L = over_lcm(E + (P or []), self.budget)
             return Embed(rows[:len(E)], None if P is None else rows[len(E):], L), len(E[0]), len(E[0])
         if t == "affine":
             W = self.mat(d["W"], None, m, f"{path}.W")
             b = None if d.get("b") is None else self.vec(d["b"], len(W), f"{path}.b", True)
-            return Affine(Lin.make(W, b), _bool(d["relu"], f"{path}.relu")), len(W), len(W)
+            return Affine(Lin.make(W, b, self.budget), _bool(d["relu"], f"{path}.relu")), len(W), len(W)
         if t == "feedforward":
             W1 = self.mat(d["W1"], None, m, f"{path}.W1")
             b1 = self.vec(d["b1"], len(W1), f"{path}.b1", True)
             W2, b2 = self.mat(d["W2"], m, len(W1), f"{path}.W2"), self.vec(d["b2"], m, f"{path}.b2", True)
-            ff = FeedForward(Lin.make(W1, b1), Lin.make(W2, b2), _bool(d["residual"], f"{path}.residual"))
+            ff = FeedForward(Lin.make(W1, b1, self.budget), Lin.make(W2, b2, self.budget), _bool(d["residual"], f"{path}.residual"))
             return ff, m, max(m, len(W1))
         kind = _str(d["kind"], f"{path}.kind", ATTENTION_KINDS)
         residual = _bool(d["residual"], f"{path}.residual")
@@ -271,8 +298,8 @@ class _Reader:
             WV = self.mat(hd["WV"], None, m, f"{hp}.WV")
             WO = self.mat(hd["WO"], m_out, len(WV), f"{hp}.WO")
             m_out, vH = len(WO), vH + len(WV)
-            heads.append((WQ and Lin.make(WQ, None), WK and Lin.make(WK, None), Lin.make(WV, None),
-                          Lin.make(WO, None)))
+            mk = lambda W: W and Lin.make(W, None, self.budget)  # noqa: E731
+            heads.append((mk(WQ), mk(WK), mk(WV), mk(WO)))
         if residual and m_out != m:
             bad(f"{path}.heads[0].WO", f"wrong shape: a residual attention layer needs {m} output rows, got {m_out}")
         q = _str(d["query"], f"{path}.query", ("all", "last"))

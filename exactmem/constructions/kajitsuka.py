@@ -338,7 +338,7 @@ def build(data: SequenceData, seed: int = 0, attention: str = "uniform", r=None,
     model = Model(layers, "vectors", d, "last" if data.setting == "next_token" else "all", "identity",
                   name=f"kajitsuka_{data.setting}_{attention}")
     info: Dict[str, object] = {
-        "setting": data.setting, "attention": attention, "N": N, "n": n, "d": d, "C": data.C,
+        "setting": data.setting, "attention": attention, "N": N, "N distinct": data.N_distinct, "n": n, "d": d, "C": data.C,
         "distinct multisets N'": len(multisets), "distinct tokens V": V, "witness set |A|": len(A),
         "weight range F = ceil(4 N'^2 |A| sqrt(pi))": F, "max f": max(f.values(), default=0), "weight draws": tries,
         "distinct sequence ids": len(set(sums)), "context ids": len(contexts),

@@ -56,6 +56,11 @@ class TokenData:
     def n(self) -> int:
         return len(self.sequences[0])
 
+    @property
+    def N_distinct(self) -> int:
+        """The number of pairwise-distinct sequences (what a certificate's n_examples counts)."""
+        return len(set(map(tuple, self.sequences)))
+
     def to_dataset(self) -> Dataset:
         return Dataset([tuple(X) for X in self.sequences], [(Fraction(y),) for y in self.labels], "tokens",
                        self.seed, self.name, dict(self.info))
@@ -164,7 +169,7 @@ def build_embedding(data: TokenData, seed: int = 0, attention: str = "uniform",
     model = Model(layers, "tokens", omega, "last", "identity", name=f"kajitsuka_embedding_{attention}")
     max_ctx_n2 = max(sum((x * x for x in s), Fraction(0)) for s in contexts)
     info: Dict[str, object] = {
-        "attention": attention, "N": N, "n": n, "omega": omega, "C": data.C,
+        "attention": attention, "N": N, "N distinct": data.N_distinct, "n": n, "omega": omega, "C": data.C,
         "distinct multisets N'": len(ids.multisets), "witness set |A|": len(ids.A),
         "(Lemma B.1) |A| <= min(omega, N)": len(ids.A) <= min(omega, N),
         "weight range F = ceil(4 N'^2 |A| sqrt(pi))": ids.F, "max f": max(ids.f.values(), default=0),

@@ -107,7 +107,7 @@ def _info(data, sep, multisets, A, f, b2, F_lemma, C1, proj_tok, c2_tok, prep_ph
     max_ctx_n2 = max(sum((x * x for x in s), Fraction(0)) for s in contexts)
     n, N, d = data.n, data.N, data.d
     return {
-        "setting": data.setting, "attention": attention, "N": N, "n": n, "d": d, "C": data.C,
+        "setting": data.setting, "attention": attention, "N": N, "N distinct": data.N_distinct, "n": n, "d": d, "C": data.C,
         "architecture": "Transformer blocks, eq. (4): attention + residual FFN (eq. (3))",
         "stage III": "tent map (Lemmas G.4-G.6)", "slope": slope,
         "distinct multisets N'": len(multisets), "distinct tokens V": len(proj_tok.values), "witness set |A|": len(A),

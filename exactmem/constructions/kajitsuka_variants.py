@@ -211,7 +211,7 @@ def build_limited(data: SequenceData, B: int, seed: int = 0, attention: str = "u
     layers = tuple(f1_layers) + (kajitsuka._uniform_attention(attention),) + tuple(f2_model.layers)
     model = Model(layers, "vectors", d, "last", "identity", name=f"kajitsuka_limited_bits_B{B}_{attention}")
     info: Dict[str, object] = {
-        "setting": "next_token", "attention": attention, "N": N, "n": n, "d": d, "C": data.C, "B": B,
+        "setting": "next_token", "attention": attention, "N": N, "N distinct": data.N_distinct, "n": n, "d": d, "C": data.C, "B": B,
         "distinct multisets N'": len(ids.multisets), "distinct tokens V": V, "witness set |A|": len(ids.A),
         "weight range F = ceil(4 N'^2 |A| sqrt(pi))": ids.F, "max f": max(ids.f.values(), default=0),
         "weight draws": ids.tries, "r^2 (clamped >= 1)": sep.r2, "delta^2 (clamped <= 1)": sep.delta2,

@@ -52,6 +52,11 @@ class SequenceData:
         return len(self.sequences[0])
 
     @property
+    def N_distinct(self) -> int:
+        """The number of pairwise-distinct sequences (what a certificate's n_examples counts)."""
+        return len(set(map(tuple, self.sequences)))
+
+    @property
     def d(self) -> int:
         return len(self.sequences[0][0])
 

@@ -171,9 +171,7 @@ def network_build(construct, claims_of):
     def build(params, seed):
         data = instance_data(params, seed)
         b = construct(data, seed=seed, attention=params.get("attention", "uniform"))
-        ds = data.to_dataset()
-        b.info["N distinct"] = len(set(ds.inputs))
-        return Built(b.model, ds, claims_of(b), info=b.info)
+        return Built(b.model, data.to_dataset(), claims_of(b), info=b.info)
     return build
 
 

@@ -145,9 +145,7 @@ def build_limited(params, seed):
     lr, ln_, ok = f1_R_check(b.info)
     b.info.update({"log2 R (Thm F.1)": str(lr), "log2 max(R_phi, C_phi, R_2) measured": str(ln_),
                    "R >= R_phi, C_phi, R_2": ok})
-    ds = data.to_dataset()
-    b.info["N distinct"] = len(set(ds.inputs))
-    return Built(b.model, ds, f1_claims(b), info=b.info)
+    return Built(b.model, data.to_dataset(), f1_claims(b), info=b.info)
 
 
 # ----------------------------------------------------------------------------- Theorem E.1
@@ -234,9 +232,7 @@ def build_embedding(params, seed):
     lp, ln_, ok = e1_R_check(b.info)
     b.info.update({"log2 printed R (r = delta = 1)": str(lp), "log2 Lemma C.1 R of the contexts": str(ln_),
                    "printed R >= needed R": ok})
-    ds = data.to_dataset()
-    b.info["N distinct"] = len(set(ds.inputs))
-    return Built(b.model, ds, e1_claims(b), info=b.info)
+    return Built(b.model, data.to_dataset(), e1_claims(b), info=b.info)
 
 
 # ----------------------------------------------------------------------------- theorems
