@@ -111,6 +111,34 @@ def test_a_killed_worker_reruns_its_shard_and_the_verdict_holds(client, tmp_path
     assert result["v"].witness["example"] == 59_990
 
 
+def test_a_killed_worker_with_the_only_copy_of_a_chunk_reruns_it(client, tmp_path):
+    """A version-2 chunk's bytes live on one worker only: killed, they are lost with it; the
+    caller reads the chunk again and re-submits the shard, and the verdict stays CERTIFIED."""
+    from exactmem.certificate.writer import write_certificate
+
+    path = write_certificate(_many_examples_doc(40_000), str(tmp_path / "kill2.json"), chunk_examples=20_000)
+    result, seen = {}, []
+    t = threading.Thread(target=lambda: result.setdefault("v", check_sharded(
+        path, client=client, engine="pure", on_shard=lambda *a: seen.append(a))))
+    pids = client.run(os.getpid)
+    t.start()
+    victim, deadline = None, time.time() + 60
+    while victim is None and time.time() < deadline:
+        busy = [w for w, tasks in client.processing().items() if any("exactmem-check" in k for k in tasks)]
+        if busy:
+            victim = busy[0]
+        time.sleep(0.05)
+    assert victim is not None, "no shard started"
+    time.sleep(0.3)
+    os.kill(pids[victim], signal.SIGKILL)
+    t.join(timeout=240)
+    assert not t.is_alive()
+    assert pids[victim] not in client.run(os.getpid).values()
+    v = result["v"]
+    assert v.status == "CERTIFIED" and "2 chunks in 2 shards" in v.message, v
+    assert [s[0] for s in seen] == [1, 2]  # each shard reported once, after its re-run
+
+
 def test_shards_that_cannot_be_checked_never_certify():
     c = check_certificate(_many_examples_doc(10))
     from exactmem.certificate.checker import parse_certificate

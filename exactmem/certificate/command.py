@@ -93,10 +93,18 @@ def limits_from_args(args) -> Limits:
 
 
 def _sharded(args, limits: Limits):
-    """The check sharded on a Dask cluster (exactmem.distributed: outside the kernel, loaded only here)."""
-    from ..distributed.check import check_sharded, worker_status
-    from ..distributed.cluster import ClusterError
+    """The check sharded on a Dask cluster (exactmem.distributed: outside the kernel, loaded only
+    here). ``--time-limit`` is one wall-clock deadline from the command's start (the process's,
+    up to a second back): cluster start, reading, every shard and the wait for them share it
+    (docs/scaling.md)."""
+    from ..distributed.cluster import ClusterError, command_start_ns
+
+    t = limits.time_limit
+    until_ns = None if t is None else command_start_ns() + t.numerator * 10 ** 9 // t.denominator
+    from ..distributed.check import check_sharded, silence_dask_logs, worker_status
     from ..progress import Progress
+
+    silence_dask_logs()  # for the rest of this process: the verdict and progress are the only output
 
     with Progress(None, "check", "shard", quiet=args.quiet) as prog:
         def shard_done(done, total, lo, v):
@@ -106,7 +114,7 @@ def _sharded(args, limits: Limits):
         try:
             return check_sharded(args.cert, workers=args.workers, scheduler=args.scheduler, shards=args.shards,
                                  limits=limits, engine="pure" if args.engine == "pure" else "fast",
-                                 on_shard=None if args.quiet else shard_done,
+                                 on_shard=None if args.quiet else shard_done, until_ns=until_ns,
                                  on_workers=None if args.quiet else lambda st: prog.status(worker_status(st)))
         except ClusterError as e:
             raise _UsageError(str(e)) from None
