@@ -45,6 +45,8 @@ class Row:
     engine: str = "auto"
     timings: dict = field(default_factory=dict)  # seconds: build, forward, write (incl. serialise), check
     hypotheses: List[dict] = field(default_factory=list)  # Built.hypotheses as {name, holds, detail}
+    examples: Optional[int] = None  # distinct examples the checker counted (n_examples)
+    rows: Optional[int] = None  # rows of the dataset, repeats included (n_rows)
 
 
 CHECKERS = ("pure", "fast")
@@ -188,7 +190,8 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
         dt = time.perf_counter() - t0
         row = Row(theorem.name, inst.name, verdict.status, m.n_params, m.width, m.depth, m.max_bits, m.total_bits,
                   dt, path, verdict.message, [str(c) for c in built.claims], paper_counts(model), built.info,
-                  verdict.witness, checker, engine, times, hyps)
+                  verdict.witness, checker, engine, times, hyps, verdict.measured.get("n_examples"),
+                  verdict.measured.get("n_rows"))
         if own:
             prog.update(1, _done_line(row))
         return row
@@ -290,17 +293,24 @@ def _scope_cell(r: Row) -> str:
     return "; ".join(parts)
 
 
+def _examples_cell(r: Row) -> str:
+    """N as the checker counted it: distinct examples, and the rows when some repeat ("11 of 12")."""
+    if r.examples is None:
+        return "-"
+    return str(r.examples) if r.rows in (None, r.examples) else f"{r.examples} of {r.rows}"
+
+
 def format_table(rows: List[Row]) -> str:
     """Markdown summary table: theorem, instance, verdict, params, width, depth, bits, time; plus a
     ``hypotheses`` column when some theorem declares hypotheses (``Built.hypotheses``)."""
-    head = ["theorem", "instance", "verdict", "claims", "params", "width", "depth", "max bits", "total bits",
+    head = ["theorem", "instance", "verdict", "N", "claims", "params", "width", "depth", "max bits", "total bits",
             "time (s)"]
-    body = [[r.theorem, r.instance, _verdict_cell(r), _claims_cell(r), str(r.params), str(r.width), str(r.depth),
-             str(r.max_bits), str(r.total_bits), f"{r.seconds:.2f}"] for r in rows]
+    body = [[r.theorem, r.instance, _verdict_cell(r), _examples_cell(r), _claims_cell(r), str(r.params), str(r.width),
+             str(r.depth), str(r.max_bits), str(r.total_bits), f"{r.seconds:.2f}"] for r in rows]
     if any(r.hypotheses for r in rows):
-        head.insert(4, "hypotheses")
+        head.insert(5, "hypotheses")
         for b, r in zip(body, rows):
-            b.insert(4, _scope_cell(r) if r.hypotheses else "-")
+            b.insert(5, _scope_cell(r) if r.hypotheses else "-")
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
     out = [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]

@@ -157,7 +157,7 @@ def test_undecided_hypothesis_and_tables_without_hypotheses():
     plain = Row(**base)
     t = format_table([undecided, plain])
     assert "CERTIFIED (Thm hypotheses not all decided)" in t and "1/2 hold; not decided: Assumption 1" in t
-    assert t.splitlines()[3].split("|")[5].strip() == "-"  # a theorem without hypotheses: '-'
+    assert t.splitlines()[3].split("|")[6].strip() == "-"  # a theorem without hypotheses: '-'
     assert "hypotheses" not in format_table([plain])  # tables of theorems without hypotheses are unchanged
 
 
