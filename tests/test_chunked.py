@@ -130,3 +130,54 @@ def test_gzip_chunks_are_hashed_as_written(tmp_path):
     assert f.name.endswith(".json.gz") and json.loads(gzip.decompress(f.read_bytes()))["format"] == \
         "exactmem-certificate-chunk"
     assert _cli(path)[0] == 0
+
+
+def _replace_chunk(path, k, make):
+    """Replace chunk k of the certificate at ``path`` by what ``make(chunk_path, saved_copy)`` puts there."""
+    f = _chunk(path, k)
+    saved = f.parent.parent / f"saved-{f.name}"
+    saved.write_bytes(f.read_bytes())
+    f.unlink()
+    make(f, saved)
+    return f
+
+
+@pytest.mark.parametrize("kind", ["symlink-inside", "symlink-outside", "fifo", "device", "directory"])
+def test_a_chunk_that_is_not_a_regular_file_in_the_folder_is_malformed_at_once(tmp_path, kind):
+    folder = tmp_path / "cert"
+    path = write_certificate(_many_examples_doc(100), str(folder / "s.json"), chunk_examples=30)
+
+    def make(f, saved):
+        if kind == "symlink-inside":  # a copy with the right bytes inside the folder, reached through a link
+            inside = folder / "copy.json"
+            inside.write_bytes(saved.read_bytes())
+            os.symlink(inside.name, f)
+        elif kind == "symlink-outside":  # the right bytes outside the folder
+            os.symlink(saved, f)
+        elif kind == "fifo":  # opening it for reading would block without O_NONBLOCK
+            os.mkfifo(f)
+        elif kind == "device":
+            try:
+                os.mknod(f, 0o600 | __import__("stat").S_IFCHR, os.makedev(1, 5))  # like /dev/zero
+            except PermissionError:
+                pytest.skip("creating a device node needs root")
+        else:
+            f.mkdir()
+
+    f = _replace_chunk(path, 1, make)
+    import time
+    t = time.perf_counter()
+    what = "symbolic link" if kind.startswith("symlink") else "not a regular file"
+    for fast in (False, True):
+        with pytest.raises(MalformedCertificate, match=f"chunk file {f.name} is (a )?{what}"):
+            _check(path, fast)
+    assert time.perf_counter() - t < 1
+    code, out, err = _cli(path)
+    assert code == 3 and out == "" and len(err.splitlines()) == 1 and what in err and "Traceback" not in err
+
+
+def test_a_chunk_larger_than_the_byte_limit_is_refused_before_it_is_read(tmp_path):
+    path = write_certificate(_many_examples_doc(100), str(tmp_path / "b.json"), chunk_examples=30)
+    code, _, err = _cli(path, "--max-bytes", str(os.path.getsize(_chunk(path, 0)) - 1))
+    assert code == 3 and "chunk file b.chunk00000.json: the file is larger than" in err and "max_bytes" in err
+    assert len(err.splitlines()) == 1
