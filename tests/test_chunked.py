@@ -177,7 +177,9 @@ def test_a_chunk_that_is_not_a_regular_file_in_the_folder_is_malformed_at_once(t
 
 
 def test_a_chunk_larger_than_the_byte_limit_is_refused_before_it_is_read(tmp_path):
-    path = write_certificate(_many_examples_doc(100), str(tmp_path / "b.json"), chunk_examples=30)
-    code, _, err = _cli(path, "--max-bytes", str(os.path.getsize(_chunk(path, 0)) - 1))
+    path = write_certificate(_many_examples_doc(300), str(tmp_path / "b.json"), chunk_examples=200)
+    size = os.path.getsize(_chunk(path, 0))
+    assert os.path.getsize(path) < size - 1
+    code, _, err = _cli(path, "--max-bytes", str(size - 1))
     assert code == 3 and "chunk file b.chunk00000.json: the file is larger than" in err and "max_bytes" in err
     assert len(err.splitlines()) == 1
