@@ -65,6 +65,35 @@ def test_sharded_equals_single_process_with_planted_failures(client, tmp_path, e
     assert v.witness["example"] == 120
 
 
+def _with_rows(doc, rows, claims=()):
+    """``doc`` with its examples replaced by the rows ``rows`` (indices into its examples, repeats
+    allowed; a negative index -k: example k with a wrong label), re-hashed."""
+    d = json.loads(json.dumps(doc))
+    ins, labs, outs = d["dataset"]["inputs"], d["dataset"]["labels"], d["outputs"]
+    pick = lambda xs, r: xs[abs(r)]  # noqa: E731
+    d["dataset"]["inputs"] = [pick(ins, r) for r in rows]
+    d["dataset"]["labels"] = [pick(labs, r) if r >= 0 else ["-7"] for r in rows]
+    d["outputs"] = [pick(outs, r) if r >= 0 else ["-7"] for r in rows]
+    d["claims"] = [{"quantity": q, "op": op, "bound": b} for q, op, b in claims]
+    d["hash"] = canonical_hash(d)
+    return d
+
+
+@pytest.mark.parametrize("engine", ["fast", "pure"])
+def test_distinct_examples_are_counted_across_shards(client, tmp_path, engine):
+    base = _many_examples_doc(200)
+    twice = _with_rows(base, list(range(100)) * 2, [("n_examples", "==", "100"), ("n_rows", "==", "200")])
+    inflated = _with_rows(base, list(range(100)) * 2, [("n_examples", "==", "200")])
+    conflict = _with_rows(base, list(range(150)) + [-30], [])  # row 150 repeats example 30 with another label
+    for name, d in {"twice": twice, "inflated": inflated, "conflict": conflict}.items():
+        v = check_sharded(_write(tmp_path, d, f"{name}.json"), client=client, engine=engine, shards=4)
+        _same(v, check_certificate(d))
+    assert check_certificate(twice).status == "CERTIFIED" and "100 distinct examples" in check_certificate(twice).message
+    assert check_certificate(inflated).status == "REFUTED"
+    assert check_certificate(conflict).witness == {"example": 150, "reason": "conflicting_labels", "same_input_as": 30,
+                                                   "label": ["-7"]}
+
+
 def test_claims_are_checked_once_before_any_shard(client, tmp_path):
     doc = _many_examples_doc(50)
     doc["claims"] = [{"quantity": "width", "op": "<=", "bound": "1"}]

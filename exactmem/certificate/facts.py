@@ -68,7 +68,8 @@ class DataFacts:
         self.seq_len = max(self.seq_len, len(x))
         key = _label_key(label)
         self.classes.update(key if isinstance(key, tuple) and key and isinstance(label[0], (list, int)) else (key,))
-        return self._record(h.digest(), row, key)
+        other = self._record(h.digest(), row, key)
+        return None if other is None else other[0]
 
     def _record(self, digest: bytes, row: int, key) -> Optional[int]:
         self.rows += 1
@@ -79,21 +80,21 @@ class DataFacts:
         self.repeats += 1
         if row < old[0]:
             self.seen[digest] = (row, key)  # the earliest row stands for the input
-        return None if old[1] == key else old[0]
+        return None if old[1] == key else old
 
     def export(self) -> tuple:
         """Picklable facts of one part, for :meth:`merge` in the process that combines parts."""
         return self.seen, self.rows, self.repeats, self.seq_len, self.classes, self.tokens
 
-    def merge(self, part: tuple) -> List[Tuple[int, int]]:
-        """Add a part's exported facts; the (earlier row, later row) pairs with one input and
-        two labels, ordered by the later row."""
+    def merge(self, part: tuple) -> List[tuple]:
+        """Add a part's exported facts; the (earlier row, later row, later row's label) triples of
+        one input with two labels, ordered by the later row."""
         seen, rows, repeats, seq_len, classes, tokens = part
         conflicts = []
         for digest, (row, key) in sorted(seen.items(), key=lambda kv: kv[1][0]):
-            c = self._record(digest, row, key)
-            if c is not None:
-                conflicts.append((min(c, row), max(c, row)))
+            other = self._record(digest, row, key)
+            if other is not None:
+                conflicts.append((other[0], row, key) if other[0] < row else (row, *other))
         self.rows += rows - len(seen)
         self.repeats += repeats
         self.seq_len = max(self.seq_len, seq_len)

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
-from ..certificate.checker import (Verdict, check_claims, check_examples, combine_verdicts, decode_certificate,
-                                   parse_certificate, precision_cap)
+from ..certificate.checker import (Verdict, check_claims, check_examples, combine_verdicts, conclude,
+                                   conflict_verdict, decode_certificate, new_facts, parse_certificate, precision_cap)
 from ..certificate.chunkfiles import chunk_reader
 from ..certificate.fastcheck import (GROUP_EXAMPLES, check_examples_fast, chunk_groups, fast_supported,
                                     merged_chunks)
@@ -97,8 +97,8 @@ def check_shard(data: bytes, name: str, digest: str, lo: int, hi: int, cap: int,
     may follow the outcome. ``until_ns``: the check's shared deadline (``time.time_ns()``);
     ``report``: the check's id for progress events."""
     try:
-        return lo, hi, _shard_verdict(data, name, digest, lo, hi, cap, Budget(limits, until_ns), engine, chunks,
-                                      chunk_data, report)
+        return (lo, hi, *_shard_verdict(data, name, digest, lo, hi, cap, Budget(limits, until_ns), engine, chunks,
+                                        chunk_data, report))
     except MalformedCertificate as e:
         return lo, hi, ("malformed", str(e))
     except LimitExceeded as x:  # e.g. the deadline passed while a chunk was parsed
@@ -108,9 +108,10 @@ def check_shard(data: bytes, name: str, digest: str, lo: int, hi: int, cap: int,
 
 
 def _shard_verdict(data: bytes, name: str, digest: str, lo: int, hi: int, cap: int, budget: Budget, engine: str,
-                   chunks: Optional[List[int]], chunk_data: Optional[List[bytes]], report: Optional[str]) -> Verdict:
-    """The kernel's (or the accelerator's) verdict of one shard; the certificate is parsed once
-    per worker process and kept for its later shards."""
+                   chunks: Optional[List[int]], chunk_data: Optional[List[bytes]], report: Optional[str]) -> tuple:
+    """(verdict, facts) of one shard: the kernel's (or the accelerator's) verdict and the exported
+    :class:`DataFacts` of the rows it saw (their input digests and labels, for the caller's count
+    of distinct examples); the certificate is parsed once per worker process and kept."""
     progress = _Reporter(report, lo, hi, "layers" if engine == "fast" else "shard")
     progress(0, 1)
     if _PARSED.get("digest") != digest:
@@ -122,11 +123,12 @@ def _shard_verdict(data: bytes, name: str, digest: str, lo: int, hi: int, cap: i
     cert = _PARSED["cert"]
     if chunks is not None:
         cert, lo, hi = merged_chunks(cert, chunks, chunk_data, budget), 0, hi - lo
+    facts = new_facts(cert)
     if engine == "fast":
-        return check_examples_fast(cert, lo, hi, cap, budget, progress)
-    v = check_examples(cert, range(lo, hi), cap, budget)
+        return check_examples_fast(cert, lo, hi, cap, budget, progress, facts), facts.export()
+    v = check_examples(cert, range(lo, hi), cap, budget, facts)
     progress(1, 1)
-    return v
+    return v, facts.export()
 
 
 def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[str] = None, client=None,
@@ -158,7 +160,7 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
     refuted = check_claims(cert)
     n = _rows(cert)
     if refuted or not n:
-        return refuted or check_examples(cert, range(0), cap, budget)
+        return refuted or conclude(cert, check_examples(cert, range(0), cap, budget), new_facts(cert), budget)
     eng = "fast" if engine in ("auto", "fast") and fast_supported(cert) else "pure"
     read_chunk = chunk_reader(os.path.dirname(os.path.abspath(path)), limits)
     with _dask_logs_silenced(), dask_client(workers, scheduler, client, until_ns) as c, \
@@ -172,7 +174,31 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
         run.wait()
         unit = f"{len(cert.chunks)} chunks in " if cert.chunks else ""
         where = f"{unit}{len(plan)} shards on {nw} worker{'s' if nw > 1 else ''}, {eng} engine"
-    return run.verdict(cert, where)
+    return with_facts(cert, run.verdict(cert, where), run.facts, budget)
+
+
+def with_facts(cert, v: Verdict, parts: Dict[int, tuple], budget: Budget) -> Verdict:
+    """The shards' verdict once their facts are merged in example order: a row that repeats an
+    input of another shard with another label refutes at that row (the lowest refuting row wins,
+    as in one process); else the data quantities join the verdict (``checker.conclude``)."""
+    if v.limit == "time_limit":
+        return v  # rows unseen: no count to give, and the deadline has passed
+    facts, conflict = new_facts(cert), None
+    try:
+        for lo in sorted(parts):
+            budget.tick()
+            for c in facts.merge(parts[lo]):
+                if conflict is None or c[1] < conflict[1]:
+                    conflict = c
+    except LimitExceeded as x:
+        return v if v.status == "REFUTED" else Verdict("UNKNOWN", None, f"{x} while counting the distinct examples; "
+                                                                         "no refutation found", None, cert.measured,
+                                                       x.limit)
+    if conflict is not None:
+        row = v.witness.get("example") if v.status == "REFUTED" and v.witness else None
+        if row is None or conflict[1] <= row:  # at its row, a conflict comes before the evaluation
+            return conflict_verdict(cert, *conflict)
+    return conclude(cert, v, facts, budget)
 
 
 def _rows(cert) -> int:
@@ -241,6 +267,7 @@ class _Run:
                  report: Optional[str], on_shard, total: int, window: int = 1 << 30):
         self.c, self.data, self.task, self.read_chunk, self.until_ns = client, data, task, read_chunk, until_ns
         self.report, self.on_shard, self.total = report, on_shard, total
+        self.facts: Dict[int, tuple] = {}  # first example of a finished shard -> its exported DataFacts
         self.window = window
         self.queue: List[_Shard] = []  # shards not submitted yet, the next one last
         self.blob = None
@@ -335,7 +362,10 @@ class _Run:
         lost data, a closed connection, a cancellation not ours) is submitted again."""
         if f.status == "finished":
             try:
-                outcome = f.result()[2]
+                result = f.result()
+                outcome = result[2]
+                if len(result) > 3:  # the shard's data facts (distinct inputs and their labels)
+                    self.facts[shard.lo] = result[3]
             except Exception as e:  # noqa: BLE001 — e.g. a result that cannot be unpickled
                 outcome = ("error", type(e).__name__, str(e)[:SHORT_MESSAGE])
             self._record(shard, outcome)
