@@ -6,15 +6,22 @@ This is a test helper, not part of the package. It has three parts:
   document it derives edited copies (weight nudges in every layer type, label / output /
   claim edits, structural edits such as toggling a ReLU or a residual, swapping the attention
   kind, dropping or duplicating a head, truncating a sequence, swapping labels, changing the
-  readout). Every mutant is re-hashed with :func:`canonical_hash`, so it passes the hash
-  check and reaches the checker's semantics. A mutant is *not assumed wrong*: some edits are
+  readout; issue 24: rows repeated — one, several, all, with respelled rationals — N claimed
+  as the row count, one input repeated with another label, claims on the data quantities off
+  by one or past the data's δ² / r²). Every mutant is re-hashed with :func:`canonical_hash`,
+  so it passes the hash check and reaches the checker's semantics. A mutant is *not assumed wrong*: some edits are
   neutral (a weight that only multiplies zeros, a readout change that keeps every answer).
 * :func:`oracle` — decides independently whether a mutant is right or wrong. It shares no
   evaluation code with the checker: exact kinds (ReLU, hardmax, uniform, softmax2) go through
   the package's own exact forward pass (``exactmem.model.forward``, built with
   ``exactmem.model.model_from_json``); from the first ``softmax`` layer on the oracle
   evaluates with ``mpmath`` at high precision (tests only; a decision closer to its boundary
-  than ``MP_MARGIN`` is left undecided). Claims are measured with ``exactmem.model.measure``.
+  than ``MP_MARGIN`` is left undecided). Claims on the model are measured with
+  ``exactmem.model.measure``; the data quantities (rows, distinct inputs, length, classes,
+  tokens, the tokens' largest squared norm and least squared gap) are counted here with Python
+  tuples, sets and Fractions (:func:`data_facts`), never by the kernel's ``facts`` module, and a
+  row whose input an earlier row holds with another label is a conflict. The order is the
+  kernel's: model claims, then the examples in order, then the data claims.
 * :func:`run_campaign` — runs a checker on every mutant, compares its verdict with the
   oracle's, and counts kills, agreements and problems (above all: a ``CERTIFIED`` verdict
   for a certificate the oracle finds wrong).
@@ -27,6 +34,8 @@ looked up in :data:`CHECKERS` at call time so a test can plant a fake checker th
 from __future__ import annotations
 
 import copy
+import json
+import math
 import random
 import time
 from collections import Counter
@@ -92,6 +101,84 @@ def _out_dim(doc: dict) -> int:
     return model_from_json(doc["model"]).output_dim
 
 
+# ----------------------------------------------------------------------------- data facts (the oracle's own)
+
+#: The claim quantities of the certificate format: measured on the model, or counted from the data.
+MODEL_QUANTITIES = ("n_params", "n_nonzero", "width", "relu_depth", "attention_layers", "depth", "max_bits",
+                    "total_bits")
+DATA_QUANTITIES = ("n_examples", "n_rows", "seq_len", "label_classes", "distinct_tokens", "max_norm2", "min_sep2")
+VECTOR_QUANTITIES = ("max_norm2", "min_sep2")  # defined for vector inputs only
+
+
+def _freeze(x):
+    """A label / input as nested tuples (hashable; equal values give equal tuples)."""
+    return tuple(_freeze(y) for y in x) if isinstance(x, (list, tuple)) else x
+
+
+@dataclass
+class OracleData:
+    """What the oracle counts in a dataset, with Python sets and dicts of exact values.
+
+    ``quantities``: the data claim quantities (``max_norm2`` / ``min_sep2`` only for vector
+    inputs; ``min_sep2`` None when there are fewer than two distinct tokens). ``conflicts``:
+    later row -> the first row with the same input, for rows whose label differs from that
+    first row's. ``repeats``: rows whose input an earlier row already has.
+    """
+
+    quantities: Dict[str, object]
+    conflicts: Dict[int, int]
+    repeats: int
+
+
+_TOKEN_CACHE: Dict[frozenset, Tuple[Fraction, Optional[Fraction]]] = {}
+
+
+def _token_geometry(tokens: frozenset) -> Tuple[Fraction, Optional[Fraction]]:
+    """(max ||t||², min ||t − t'||² over t ≠ t') of distinct token vectors, in integers over a
+    common denominator (cached: most mutants keep their base's inputs)."""
+    got = _TOKEN_CACHE.get(tokens)
+    if got is not None:
+        return got
+    den = math.lcm(1, *(x.denominator for t in tokens for x in t))
+    ints = sorted(tuple(int(x * den) for x in t) for t in tokens)
+    norm = max((sum(a * a for a in v) for v in ints), default=0)
+    gap = None
+    for i, v in enumerate(ints):
+        for w in ints[i + 1:]:
+            d = sum((a - b) * (a - b) for a, b in zip(v, w))
+            if gap is None or d < gap:
+                gap = d
+    got = (Fraction(norm, den * den), None if gap is None else Fraction(gap, den * den))
+    if len(_TOKEN_CACHE) > 512:
+        _TOKEN_CACHE.clear()
+    _TOKEN_CACHE[tokens] = got
+    return got
+
+
+def data_facts(doc: dict) -> OracleData:
+    """Count the version-1 dataset of ``doc``: rows, distinct inputs (exact equality of the
+    parsed input), labels per input, classes, tokens, and the tokens' norms and gaps."""
+    xs = _inputs(doc)
+    allpos = doc["model"]["readout"]["position"] == "all"
+    ys = [_freeze(_answer(doc, y)) for y in doc["dataset"]["labels"]]
+    first_row: Dict[tuple, int] = {}
+    conflicts: Dict[int, int] = {}
+    classes, tokens, repeats = set(), set(), 0
+    for e, (x, y) in enumerate(zip(xs, ys)):
+        tokens.update(x)
+        classes.update(y if allpos else (y,))
+        f = first_row.setdefault(x, e)
+        if f != e:
+            repeats += 1
+            if ys[f] != y:
+                conflicts[e] = f
+    quantities = {"n_rows": len(xs), "n_examples": len(first_row), "seq_len": max(map(len, xs), default=0),
+                  "label_classes": len(classes), "distinct_tokens": len(tokens)}
+    if doc["model"]["input"]["type"] == "vectors":
+        quantities["max_norm2"], quantities["min_sep2"] = _token_geometry(frozenset(tokens))
+    return OracleData(quantities, conflicts, repeats)
+
+
 # ----------------------------------------------------------------------------- equivalent rewriting
 
 def as_feedforward(doc: dict, residual: bool = False) -> Optional[dict]:
@@ -132,7 +219,7 @@ def as_feedforward(doc: dict, residual: bool = False) -> Optional[dict]:
         return None
     d["model"]["layers"] = out
     meas = _measured(d)
-    d["claims"] = [c for c in d["claims"] if OPS[c["op"]](meas[c["quantity"]], q(c["bound"]))]
+    d["claims"] = [c for c in d["claims"] if _holds(meas[c["quantity"]], c["op"], q(c["bound"]))]
     return rehash(d)
 
 
@@ -339,20 +426,31 @@ def _head_duplicate(doc: dict, rng: random.Random) -> Optional[str]:
     return f"model.layers[{li}].heads[{h}] duplicated"
 
 
-def _measured(doc: dict) -> Dict[str, int]:
-    """The oracle's measurement (``exactmem.model.measure``) plus the example count."""
+def _measured(doc: dict) -> Dict[str, object]:
+    """The oracle's measurement: the model's (``exactmem.model.measure``) and the data quantities
+    (:func:`data_facts`, computed here from the examples; ``min_sep2`` None: no two distinct tokens)."""
     m = measure(model_from_json(doc["model"])).as_dict()
-    m["n_examples"] = len(doc["dataset"]["inputs"])
+    m.update(data_facts(doc).quantities)
     return m
+
+
+def _holds(value, op: str, bound: Fraction) -> bool:
+    """A claim ``value op bound``; a value None (``min_sep2`` of fewer than two distinct tokens: the
+    least gap over no pair) satisfies only lower bounds."""
+    return op in (">=", ">") if value is None else OPS[op](value, bound)
 
 
 def _claim_tighten(doc: dict, rng: random.Random) -> Optional[str]:
     claims = doc["claims"]
     if not claims:
         return None
-    c = rng.randrange(len(claims))
+    meas = _measured(doc)
+    cand = [c for c, cl in enumerate(claims) if meas[cl["quantity"]] is not None]
+    if not cand:
+        return None
+    c = rng.choice(cand)
     cl = claims[c]
-    v = Fraction(_measured(doc)[cl["quantity"]])
+    v = Fraction(meas[cl["quantity"]])
     step = rng.choice((Fraction(1), Fraction(1, 2)))
     new = {"<=": v - step, "<": v, ">=": v + step, ">": v, "==": v + rng.choice((step, -step))}[cl["op"]]
     old, cl["bound"] = cl["bound"], s(new)
@@ -453,6 +551,175 @@ def _error_bound(doc: dict, rng: random.Random) -> Optional[str]:
     return f"check.error_bound {eps} -> {s(new)}"
 
 
+# -- rows: repeated inputs (N counts pairwise-distinct inputs; one input with two labels is wrong)
+
+def _rows(doc: dict) -> list:
+    return list(zip(doc["dataset"]["inputs"], doc["dataset"]["labels"], doc["outputs"]))
+
+
+def _set_rows(doc: dict, rows: list) -> None:
+    doc["dataset"]["inputs"] = [copy.deepcopy(x) for x, _, _ in rows]
+    doc["dataset"]["labels"] = [copy.deepcopy(y) for _, y, _ in rows]
+    doc["outputs"] = [copy.deepcopy(o) for _, _, o in rows]
+
+
+def _insert_copies(doc: dict, rng: random.Random, picks: List[int], edit=None) -> List[str]:
+    """Insert a copy of each picked row (``edit(row)`` may change it) at a random place; where each went."""
+    rows, where = _rows(doc), []
+    for e in picks:
+        x, y, o = copy.deepcopy(rows[e] if e < len(rows) else rows[-1])
+        if edit is not None:
+            x, y, o = edit(x, y, o)
+        pos = rng.randrange(len(rows) + 1)
+        rows.insert(pos, (x, y, o))
+        where.append(f"row {e} -> {pos}")
+    _set_rows(doc, rows)
+    return where
+
+
+def _dup_one(doc: dict, rng: random.Random) -> Optional[str]:
+    rows = _rows(doc)
+    e = rng.randrange(len(rows))
+    return f"one row repeated ({_insert_copies(doc, rng, [e])[0]})"
+
+
+def _dup_several(doc: dict, rng: random.Random) -> Optional[str]:
+    n = len(doc["dataset"]["inputs"])
+    if n < 2:
+        return None
+    picks = sorted(rng.sample(range(n), rng.randint(2, min(6, n))))
+    picks += picks[:1] if rng.random() < 0.5 else []  # sometimes one of them three times
+    return f"{len(picks)} rows repeated ({', '.join(_insert_copies(doc, rng, picks))})"
+
+
+def _dup_all(doc: dict, rng: random.Random) -> Optional[str]:
+    rows = _rows(doc)
+    how = rng.choice(("appended", "interleaved", "appended reversed"))
+    new = rows + rows if how == "appended" else [r for r in rows for _ in (0, 1)] if how == "interleaved" \
+        else rows + rows[::-1]
+    _set_rows(doc, new)
+    return f"every row twice ({how}): {len(new)} rows"
+
+
+def _respell(v: str, k: int) -> str:
+    """The same rational written another way: p/q as (kp)/(kq); 0 as -0 or 0/k."""
+    x = q(v)
+    if x == 0:
+        return "-0" if k % 2 else f"0/{k}"
+    return f"{x.numerator * k}/{x.denominator * k}"
+
+
+def _respelled_row(doc: dict, k: int):
+    vectors = doc["model"]["input"]["type"] == "vectors"
+    identity = doc["model"]["readout"]["decode"] == "identity"
+    deep = lambda f, y: [deep(f, z) for z in y] if isinstance(y, list) else f(y)  # noqa: E731
+
+    def edit(x, y, o):
+        if vectors:
+            x = deep(lambda v: _respell(v, k), x)
+        if identity:
+            y = deep(lambda v: _respell(v, k), y)
+            o = None if o is None else deep(lambda v: _respell(v, k), o)
+        return x, y, o
+    return edit if vectors or identity else None
+
+
+def _dup_respelled(doc: dict, rng: random.Random) -> Optional[str]:
+    """A repeated row whose rationals (input, label, output) are spelled otherwise ("1/2" as "3/6"):
+    the same input and the same label, so one example."""
+    k = rng.choice((2, 3, 7, 10 ** 6))
+    edit = _respelled_row(doc, k)
+    if edit is None:
+        return None
+    e = rng.randrange(len(doc["dataset"]["inputs"]))
+    return f"row repeated with its rationals respelled (x {k}/{k}) ({_insert_copies(doc, rng, [e], edit)[0]})"
+
+
+def _dup_inflate(doc: dict, rng: random.Random) -> Optional[str]:
+    """Rows repeated, then n_examples claimed to be the row count (every n_rows claim updated to
+    hold): the issue's inflated N, which must be REFUTED."""
+    n = len(doc["dataset"]["inputs"])
+    desc = _dup_all(doc, rng) if rng.random() < 0.5 else _dup_one(doc, rng)
+    rows = len(doc["dataset"]["inputs"])
+    for cl in doc["claims"]:
+        if cl["quantity"] == "n_rows":
+            cl["op"], cl["bound"] = "==", str(rows)
+    said = [cl for cl in doc["claims"] if cl["quantity"] == "n_examples"]
+    for cl in said:
+        cl["op"], cl["bound"] = rng.choice((("==", str(rows)), (">=", str(rows)), (">", str(n))))
+    if not said:
+        doc["claims"].append({"quantity": "n_examples", "op": "==", "bound": str(rows)})
+    return f"{desc}; n_examples claimed {said[0]['op'] + ' ' + said[0]['bound'] if said else '== ' + str(rows)}"
+
+
+def _conflict(doc: dict, rng: random.Random) -> Optional[str]:
+    """A repeated row (maybe respelled) with another label: one input, two labels."""
+    decode, allpos = doc["model"]["readout"]["decode"], doc["model"]["readout"]["position"] == "all"
+    dim = _out_dim(doc)
+    if decode == "argmax" and dim < 2:
+        return None
+    e = rng.randrange(len(doc["dataset"]["inputs"]))
+    respell = _respelled_row(doc, 3) if rng.random() < 0.3 else None
+
+    def edit(x, y, o):
+        if respell is not None:
+            x, y, o = respell(x, y, o)
+        t = rng.randrange(len(y)) if allpos else None
+        old = y[t] if allpos else y
+        if decode == "argmax":
+            new = (old + rng.randrange(1, dim)) % dim
+        else:
+            new = list(old)
+            i = rng.randrange(len(new))
+            new[i] = s(q(new[i]) + rng.choice(DELTAS))
+        if allpos:
+            y[t] = new
+        else:
+            y = new
+        return x, y, o
+    where = _insert_copies(doc, rng, [e], edit)[0]
+    return f"row repeated with another label{' (input respelled)' if respell else ''} ({where})"
+
+
+# -- claims on the data quantities: off by one (or, for the token geometry, by a small amount)
+
+def _data_claim(qty: str):
+    def mutate(doc: dict, rng: random.Random) -> Optional[str]:
+        if qty in VECTOR_QUANTITIES and doc["model"]["input"]["type"] != "vectors":
+            return None
+        v = _measured(doc)[qty]
+        claims = doc["claims"]
+        mine = [c for c, cl in enumerate(claims) if cl["quantity"] == qty]
+        if mine:
+            c = rng.choice(mine)
+            what = f"claims[{c}] {qty} {claims[c]['op']} {claims[c]['bound']} ->"
+        else:
+            c = len(claims)
+            claims.append({"quantity": qty, "op": "==", "bound": "0", "source": "planted"})
+            what = f"claim {qty} added:"
+        cl = claims[c]
+        exact = rng.random() < 0.2  # a claim that holds exactly at the boundary (neutral)
+        if qty == "min_sep2":  # delta^2 raised above the data's
+            step = rng.choice((Fraction(1), Fraction(1, 1000), Fraction(1, 2 ** 40)))
+            op = rng.choice((">=", ">=", ">", "=="))
+        elif qty == "max_norm2":  # r^2 lowered below the data's
+            step = -rng.choice((Fraction(1), Fraction(1, 1000), Fraction(1, 2 ** 40)))
+            op = rng.choice(("<=", "<=", "<", "=="))
+        else:
+            step = rng.choice((Fraction(1), Fraction(-1)))
+            op = cl["op"] if mine else rng.choice(("==", "<=", ">="))
+            step = {"<=": Fraction(-1), "<": Fraction(0), ">=": Fraction(1), ">": Fraction(0)}.get(op, step)
+        if v is None:  # min_sep2 over fewer than two distinct tokens: only lower bounds hold
+            op, bound = (">=", Fraction(1)) if exact else (rng.choice(("<=", "==")), Fraction(1))
+        elif exact:
+            op, bound = {"<": "<=", ">": ">="}.get(op, op), v
+        else:
+            bound = v + step
+        cl["op"], cl["bound"] = op, s(bound)
+        return f"{what} {op} {cl['bound']} (data: {v}{', holds' if exact else ''})"
+    return mutate
+
+
 #: Every mutation kind: name -> function(doc, rng) that edits ``doc`` in place and returns a
 #: description, or None if the kind does not apply to this certificate.
 MUTATIONS: Dict[str, Callable[[dict, random.Random], Optional[str]]] = {
@@ -472,10 +739,21 @@ MUTATIONS: Dict[str, Callable[[dict, random.Random], Optional[str]]] = {
     "sequence:truncate": _truncate,
     "readout:change": _readout_change,
     "check:error_bound": _error_bound,
+    "rows:duplicate-one": _dup_one,
+    "rows:duplicate-several": _dup_several,
+    "rows:duplicate-all": _dup_all,
+    "rows:duplicate-respelled": _dup_respelled,
+    "rows:duplicate-inflate-N": _dup_inflate,
+    "rows:conflicting-label": _conflict,
+    **{f"claim:data-{qty}": _data_claim(qty) for qty in DATA_QUANTITIES},
 }
 
 #: Kinds that touch the claims themselves (never combined with dropping the claims).
-CLAIM_KINDS = ("claim:tighten", "claim:flip-op")
+CLAIM_KINDS = ("claim:tighten", "claim:flip-op", "rows:duplicate-inflate-N") + tuple(
+    f"claim:data-{qty}" for qty in DATA_QUANTITIES)
+#: Kinds that repeat rows: the claims are kept, all dropped, or only the ``n_rows`` ones dropped
+#: (so that the ``n_examples`` claim the certificate already makes is what decides).
+ROW_KINDS = ("rows:duplicate-one", "rows:duplicate-several", "rows:duplicate-all", "rows:duplicate-respelled")
 
 
 def generate(doc: dict, seed: int = 0, per_kind: int = 2, kinds: Optional[List[str]] = None,
@@ -500,7 +778,10 @@ def generate(doc: dict, seed: int = 0, per_kind: int = 2, kinds: Optional[List[s
             desc = MUTATIONS[kind](d, rng)
             if desc is None:
                 break
-            if kind not in CLAIM_KINDS and d["claims"] and rng.random() < 0.5:
+            if kind in ROW_KINDS and any(c["quantity"] == "n_rows" for c in d["claims"]) and rng.random() < 0.4:
+                d["claims"] = [c for c in d["claims"] if c["quantity"] != "n_rows"]
+                desc += " [n_rows claims removed]"
+            elif kind not in CLAIM_KINDS and d["claims"] and rng.random() < 0.5:
                 d["claims"] = []
                 desc += " [claims removed]"
             rehash(d)
@@ -531,16 +812,23 @@ class OracleResult:
     first: Optional[int] = None
     approximate: bool = False
     spread: bool = False
+    data_claim: bool = False  # ``claim`` is a claim on a data quantity (judged after every example)
+    conflicts: Dict[int, int] = field(default_factory=dict)  # later row -> first row with its input
+    quantities: Dict[str, object] = field(default_factory=dict)  # the data quantities counted
 
 
 class _OracleUndecided(Exception):
     pass
 
 
-def _claims_first_failure(doc: dict) -> Optional[int]:
-    meas = _measured(doc)
+def _claims_first_failure(doc: dict, data: Optional[bool] = None, meas: Optional[dict] = None) -> Optional[int]:
+    """Index of the first failing claim: on the model (``data`` False), on the data (True) or
+    either (None)."""
+    meas = meas if meas is not None else _measured(doc)
     for c, cl in enumerate(doc["claims"]):
-        if not OPS[cl["op"]](meas[cl["quantity"]], q(cl["bound"])):
+        if data is not None and (cl["quantity"] in DATA_QUANTITIES) != data:
+            continue
+        if not _holds(meas[cl["quantity"]], cl["op"], q(cl["bound"])):
             return c
     return None
 
@@ -587,19 +875,45 @@ def _exact_example_status(doc: dict, model: Model, out, e: int) -> str:
     return "pass"
 
 
+#: Outputs the oracle already computed, per model (its canonical JSON) and input: most mutants keep
+#: their base's model (row, label, output and claim edits) or its inputs, and a forward pass of a
+#: paper-literal construction takes a second. Values: output columns, a Softmax2Error, or (mpmath)
+#: the final columns / a status string.
+_FORWARD_CACHE: Dict[Tuple[str, str], Dict[tuple, object]] = {}
+
+
+def _outputs_cache(doc: dict, engine: str) -> Dict[tuple, object]:
+    key = (engine, json.dumps(doc["model"], sort_keys=True, separators=(",", ":")))
+    cache = _FORWARD_CACHE.get(key)
+    if cache is None:
+        if len(_FORWARD_CACHE) >= 64:
+            _FORWARD_CACHE.clear()
+        cache = _FORWARD_CACHE[key] = {}
+    return cache
+
+
+def _exact_outputs(doc: dict, model: Model, xs: list) -> list:
+    """The exact output of every input (a Softmax2Error where the forward pass raises one)."""
+    cache = _outputs_cache(doc, "exact")
+    todo = list(dict.fromkeys(x for x in xs if x not in cache))
+    if todo:
+        try:
+            cache.update(zip(todo, forward(model, todo).outputs))
+        except Softmax2Error:
+            for x in todo:
+                try:
+                    cache[x] = forward(model, [x]).outputs[0]
+                except Softmax2Error as err:
+                    cache[x] = err
+    return [cache[x] for x in xs]
+
+
 def _exact_statuses(doc: dict, model: Model, xs: list) -> Tuple[List[str], bool]:
     """Per-example status with the package's exact forward pass; softmax2 faults per example."""
-    try:
-        outs = forward(model, xs).outputs
-        return [_exact_example_status(doc, model, o, e) for e, o in enumerate(outs)], False
-    except Softmax2Error:
-        pass
     statuses, spread = [], False
-    for e, x in enumerate(xs):
-        try:
-            out = forward(model, [x]).outputs[0]
-        except Softmax2Error as err:
-            if "spread" in str(err):
+    for e, out in enumerate(_exact_outputs(doc, model, xs)):
+        if isinstance(out, Softmax2Error):
+            if "spread" in str(out):
                 statuses.append("undecided")
                 spread = True
             else:
@@ -697,49 +1011,69 @@ def _mp_example_status(doc: dict, model: Model, out: list, e: int) -> str:
     return "pass"
 
 
+def _mp_columns(model: Model, x, first: int, prefix: Optional[Model]):
+    """The final columns of one input in mpmath, or the status string that stops it."""
+    try:
+        cols = forward(prefix, [x]).outputs[0] if prefix is not None else [list(t) for t in x]
+    except Softmax2Error:
+        return "softmax2_score"
+    try:
+        cols = [[_mp(v) for v in c] for c in cols]
+        for layer in model.layers[first:]:
+            cols = _mp_layer(layer, cols)
+        return cols
+    except _OracleUndecided:
+        return "undecided"
+
+
 def _mp_statuses(doc: dict, model: Model, xs: list) -> List[str]:
     first = next(i for i, l in enumerate(model.layers) if isinstance(l, Attention) and l.kind == "softmax")
     prefix = Model(model.layers[:first], model.input_type, model.input_dim, "all", "identity") if first else None
+    cache = _outputs_cache(doc, "mpmath")
     statuses = []
     with mpmath.workdps(MP_DPS):
         for e, x in enumerate(xs):
-            try:
-                cols = forward(prefix, [x]).outputs[0] if prefix is not None else [list(t) for t in x]
-            except Softmax2Error:
-                statuses.append("softmax2_score")
-                continue
-            try:
-                cols = [[_mp(v) for v in c] for c in cols]
-                for layer in model.layers[first:]:
-                    cols = _mp_layer(layer, cols)
-                statuses.append(_mp_example_status(doc, model, cols, e))
-            except _OracleUndecided:
-                statuses.append("undecided")
+            if x not in cache:
+                cache[x] = _mp_columns(model, x, first, prefix)
+            cols = cache[x]
+            statuses.append(cols if isinstance(cols, str) else _mp_example_status(doc, model, cols, e))
     return statuses
 
 
 def oracle(doc: dict) -> OracleResult:
     """Decide, without the checker's code, whether the certificate ``doc`` is right.
 
-    Claims first (``exactmem.model.measure``), then every example in order: exact models with
-    the package's forward pass, softmax models with mpmath from the first softmax layer on.
+    In the order docs/certificate.md gives: the claims on the model (``exactmem.model.measure``);
+    then every example in order — a row whose input an earlier row holds with another label is
+    a conflict (``"conflicting_labels"``), else exact models go through the package's forward
+    pass, softmax models through mpmath from the first softmax layer on; then, with no example
+    failing, the claims on the data quantities that :func:`data_facts` counts.
     """
     model = model_from_json(doc["model"])
-    c = _claims_first_failure(doc)
+    facts = data_facts(doc)
+    meas = {**measure(model).as_dict(), **facts.quantities}
+    c = _claims_first_failure(doc, False, meas)
     xs = _inputs(doc)
     approximate = model.has_softmax
     if approximate:
         statuses, spread = _mp_statuses(doc, model, xs), False
     else:
         statuses, spread = _exact_statuses(doc, model, xs)
+    for later in facts.conflicts:  # the kernel meets the conflict before it evaluates the row
+        statuses[later] = "conflicting_labels"
     first = next((e for e, st in enumerate(statuses) if st not in ("pass", "undecided")), None)
+    data_claim = False
+    if c is None and first is None:
+        c = _claims_first_failure(doc, True, meas)
+        data_claim = c is not None
     if c is not None or first is not None:
         wrong = True
     elif "undecided" in statuses:
         wrong = None
     else:
         wrong = False
-    return OracleResult(wrong, c, statuses, first, approximate, spread)
+    return OracleResult(wrong, c, statuses, first, approximate, spread, data_claim, dict(facts.conflicts),
+                        facts.quantities)
 
 
 # ----------------------------------------------------------------------------- harness
@@ -826,14 +1160,21 @@ def _judge(o: Outcome) -> None:
 def _witness_problem(o: Outcome) -> Optional[str]:
     """A REFUTED witness must name what the oracle finds failing (first claim / first example)."""
     orc, w = o.oracle, o.witness or {}
+    e = w.get("example")
     if orc.claim is not None:
         want = o.mutant.doc["claims"][orc.claim]
-        return None if w.get("claim") == want else f"witness {w} should name claims[{orc.claim}] = {want}"
-    e = w.get("example")
+        if w.get("claim") == want:
+            return None
+        if (orc.data_claim and orc.approximate and isinstance(e, int) and 0 <= e < len(orc.examples)
+                and orc.examples[e] == "undecided"):
+            return None  # an example mpmath leaves undecided, decided wrong by the checker first
+        return f"witness {w} should name claims[{orc.claim}] = {want}"
     if e is None or not 0 <= e < len(orc.examples):
         return f"witness {w} names no example"
     reason = w.get("reason")
     st = orc.examples[e]
+    if reason == "conflicting_labels" and w.get("same_input_as") != orc.conflicts.get(e):
+        return f"witness {w}: the oracle finds example {e}'s input first at row {orc.conflicts.get(e)}"
     if orc.approximate:
         if st == "pass" or (st != "undecided" and st != reason):
             return f"witness {w}: the oracle finds example {e} {st}"

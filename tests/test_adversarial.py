@@ -17,6 +17,13 @@ verdict is compared with it:
 * even-numbered mutants go to the fast checker, odd ones to the pure checker, and every fifth
   is checked by both, which must agree on status and witness.
 
+Issue 24 adds the data families: rows repeated (one, several, all, respelled rationals; the
+certificate's claims kept, dropped, or only its ``n_rows`` claims dropped), N inflated to the row
+count, one input repeated with another label, and claims on every data quantity (``n_rows``,
+``n_examples``, ``seq_len``, ``label_classes``, ``distinct_tokens`` off by one; ``min_sep2`` raised
+above the data's δ², ``max_norm2`` lowered below its r²; sometimes exactly at the boundary, which
+holds). The oracle counts distinct inputs and the data quantities itself (``mutants.data_facts``).
+
 ``python -m pytest tests/test_adversarial.py -s`` prints the counts per mutation kind.
 """
 
@@ -57,7 +64,13 @@ FEEDFORWARD = {("relu_interpolation.steps", "N5-d2"), ("relu_interpolation.steps
                ("relu_interpolation.slopes", "N5-d2"), ("relu_interpolation.slopes", "N60-d4-rational")}
 SEED = 0
 PER_KIND = 2
-MIN_MUTANTS = 500
+#: Certificates whose check takes ~0.5 s each (a paper-literal construction of 160 layers; 300
+#: vector tokens whose pairwise gaps a min_sep2 claim needs; softmax): one mutant per kind.
+PER_KIND_OF = {"kajitsuka.paper_blocks/N3-n2-d1-C2": 1, "relu_interpolation.steps/N300-d8-classes": 1,
+               "mahdavi.softmax_classes/H4-n4-d16-C10": 1, "kajitsuka.seq2seq/N10-n4-d3-C4": 1}
+MIN_MUTANTS = 2000
+#: The kinds of issue 24 (distinct examples; claims on the data quantities) and their least counts.
+DATA_KINDS = tuple(k for k in M.MUTATIONS if k.startswith(("rows:", "claim:data-")))
 
 
 def _build_bases(out_dir):
@@ -88,7 +101,8 @@ def bases(tmp_path_factory):
 def planted(bases):
     """The mutants of every base certificate and the oracle's finding for each."""
     t0 = time.perf_counter()
-    muts = [m for _, src, doc in bases for m in M.generate(doc, seed=SEED, per_kind=PER_KIND, source=src)]
+    muts = [m for _, src, doc in bases
+            for m in M.generate(doc, seed=SEED, per_kind=PER_KIND_OF.get(src, PER_KIND), source=src)]
     oracles = [M.oracle(m.doc) for m in muts]
     return SimpleNamespace(mutants=muts, oracles=oracles, seconds=time.perf_counter() - t0)
 
@@ -128,6 +142,58 @@ def test_enough_mutants_of_every_kind_and_file(planted, campaign):
     assert campaign.kills >= 0.6 * len(muts)
     assert sum(o.status == "CERTIFIED" and o.oracle.wrong is False for o in campaign.outcomes) >= 50  # neutral edits
     assert sum(o.oracle.wrong is None for o in campaign.outcomes) <= len(muts) // 100  # oracle abstains rarely
+
+
+def test_distinct_example_families(bases, planted, campaign):
+    """Issue 24: repeated rows, one input with two labels, and claims on the data quantities."""
+    dup = [src for _, src, doc in bases if M.data_facts(doc).repeats]
+    assert any(src.startswith("kajitsuka.") for src in dup), dup  # a base whose seeded data repeats rows
+    assert any(any(c["quantity"] == "min_sep2" for c in doc["claims"]) for _, src, doc in bases
+               if src.startswith("kajitsuka."))
+    by_kind = {k: [o for o in campaign.outcomes if o.mutant.kind == k] for k in DATA_KINDS}
+    for kind, outs in by_kind.items():
+        assert len(outs) >= 40, (kind, len(outs))
+        assert not [o for o in outs if o.problem], kind
+    # repeated rows: CERTIFIED when no claim depends on the row count, REFUTED (n_rows) when one does
+    for kind in ("rows:duplicate-one", "rows:duplicate-several", "rows:duplicate-all", "rows:duplicate-respelled"):
+        st = Counter(o.status for o in by_kind[kind])
+        assert st["CERTIFIED"] >= 40 and st["REFUTED"] >= 1, (kind, st)
+        assert all(o.witness["claim"]["quantity"] == "n_rows" for o in by_kind[kind] if o.status == "REFUTED")
+    # N inflated to the row count: always REFUTED, by the n_examples claim
+    assert all(o.status == "REFUTED" and o.witness["claim"]["quantity"] == "n_examples"
+               for o in by_kind["rows:duplicate-inflate-N"])
+    # one input, two labels: REFUTED by the conflict, or by the copy's own label when it comes first
+    reasons = Counter(o.witness.get("reason") for o in by_kind["rows:conflicting-label"])
+    assert set(reasons) <= {"conflicting_labels", "label", None} and reasons["conflicting_labels"] >= 40, reasons
+    for o in by_kind["rows:conflicting-label"]:
+        assert o.status == "REFUTED" and o.oracle.wrong is True
+    # claims off by one (or delta raised / r lowered): REFUTED naming the claim; exact ones CERTIFIED
+    for kind in DATA_KINDS:
+        if kind.startswith("claim:data-"):
+            st = Counter(o.status for o in by_kind[kind])
+            assert st["REFUTED"] >= 30 and set(st) <= {"REFUTED", "CERTIFIED", "UNKNOWN"}, (kind, st)
+            qty = kind[len("claim:data-"):]
+            assert all(o.witness["claim"]["quantity"] == qty for o in by_kind[kind]
+                       if o.status == "REFUTED" and "claim" in (o.witness or {})), kind
+
+
+def _counts_rows(doc, max_precision=None):
+    """A planted checker bug (the kernel before issue 24): N is the row count."""
+    d = copy.deepcopy(doc)
+    for c in d["claims"]:
+        if c["quantity"] == "n_examples":
+            c["quantity"] = "n_rows"
+    d["hash"] = canonical_hash(d)
+    return check_certificate(d, max_precision)
+
+
+def test_harness_catches_a_checker_that_counts_rows(planted, monkeypatch):
+    monkeypatch.setitem(M.CHECKERS, "pure", _counts_rows)
+    monkeypatch.setitem(M.CHECKERS, "fast", _counts_rows)
+    pick = [i for i, m in enumerate(planted.mutants) if m.kind == "rows:duplicate-inflate-N"]
+    camp = M.run_campaign([planted.mutants[i] for i in pick], [planted.oracles[i] for i in pick], agree_every=0)
+    assert len(pick) >= 40 and len(camp.false_certified) == len(pick)
+    assert all("FALSE CERTIFIED" in o.problem for o in camp.false_certified)
 
 
 def test_engines_agree_on_a_sample(campaign):
