@@ -12,7 +12,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional
 
-from .certificate.checker import Verdict, check_certificate, load_certificate
+from .certificate.checker import MalformedCertificate, Verdict, check_certificate, load_certificate
 from .certificate.chunkfiles import chunk_reader
 from .certificate.writer import build_certificate, write_certificate
 from .data.dataset import DataError
@@ -179,13 +179,16 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
         times["write"] = time.perf_counter() - t1 - times["forward"]
         prog.stage(f"check ({checker})", f"{prefix}{what} checking {path} ({checker} checker) ...")
         t2 = time.perf_counter()
-        if client is not None:
-            from .distributed.check import check_sharded, worker_status
+        try:
+            if client is not None:
+                from .distributed.check import check_sharded, worker_status
 
-            verdict: Verdict = check_sharded(path, client=client, engine=checker,
-                                             on_workers=lambda st: prog.status(f"check: {worker_status(st)}"))
-        else:
-            verdict = check(load_certificate(path), read_chunk=chunk_reader(os.path.dirname(os.path.abspath(path))))
+                verdict: Verdict = check_sharded(path, client=client, engine=checker,
+                                                 on_workers=lambda st: prog.status(f"check: {worker_status(st)}"))
+            else:
+                verdict = check(load_certificate(path), read_chunk=chunk_reader(os.path.dirname(os.path.abspath(path))))
+        except MalformedCertificate as e:  # the producer wrote a file the checker rejects: a row, not a traceback
+            verdict = Verdict("MALFORMED", None, f"the checker rejects the certificate: {e}", None, {})
         times["check"] = time.perf_counter() - t2
         dt = time.perf_counter() - t0
         row = Row(theorem.name, inst.name, verdict.status, m.n_params, m.width, m.depth, m.max_bits, m.total_bits,

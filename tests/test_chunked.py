@@ -183,3 +183,18 @@ def test_a_chunk_larger_than_the_byte_limit_is_refused_before_it_is_read(tmp_pat
     code, _, err = _cli(path, "--max-bytes", str(size - 1))
     assert code == 3 and "chunk file b.chunk00000.json: the file is larger than" in err and "max_bytes" in err
     assert len(err.splitlines()) == 1
+
+
+def test_a_chunk_body_names_its_first_example(tmp_path):
+    path = write_certificate(_many_examples_doc(100), str(tmp_path / "f.json"), chunk_examples=30)
+    f = _chunk(path, 1)
+    body = json.loads(f.read_text())
+    assert body["first"] == 30
+    body["first"] = 0  # moved: re-hash the chunk in the main document, the kernel still sees its place
+    f.write_text(json.dumps(body))
+    main = load_certificate(path)
+    import hashlib
+    main["dataset"]["chunks"][1]["sha256"] = hashlib.sha256(f.read_bytes()).hexdigest()
+    main["hash"] = canonical_hash(main)
+    with pytest.raises(MalformedCertificate, match=r"chunks\[1\].*first: the chunk says it starts at example 0"):
+        check_certificate(main, read_chunk=chunk_reader(str(tmp_path)))

@@ -465,8 +465,11 @@ def parse_chunk(cert: ParsedCertificate, k: int, data: bytes, budget: Budget) ->
     where = f"dataset.chunks[{k}] ({file})"
     if hashlib.sha256(data).hexdigest() != digest:
         bad(where, "the chunk file's SHA-256 differs from the certificate's (altered or replaced)")
-    doc = _obj(decode_certificate(data, file, budget.limits), where, ("format", "inputs", "labels", "outputs"))
+    doc = _obj(decode_certificate(data, file, budget.limits), where, ("format", "inputs", "labels", "outputs"),
+               ("first",))
     if doc["format"] != CHUNK_FORMAT:
         bad(f"{where}.format", f"expected {CHUNK_FORMAT!r}")
+    if "first" in doc and integer(doc["first"], f"{where}.first") != first:
+        bad(f"{where}.first", f"the chunk says it starts at example {doc['first']}, its place in the list at {first}")
     ex = _examples(_Reader(budget), cert.spec, doc, doc["outputs"], f"{where}.", f"{where}.", count)
     return replace(cert, inputs=ex[0], labels=ex[1], outputs=ex[2], first=first, chunks=None)

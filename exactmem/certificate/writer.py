@@ -108,8 +108,8 @@ def _write_chunks(doc: Dict[str, Any], path: str, k: int) -> Dict[str, Any]:
     stem = re.sub(r"[^A-Za-z0-9._-]", "_", stem).lstrip(".-") or "certificate"  # a name the checker accepts
     ds, outs, chunks = doc["dataset"], doc["outputs"], []
     for i, lo in enumerate(range(0, len(ds["inputs"]), k)):
-        body = {"format": CHUNK_FORMAT, "inputs": ds["inputs"][lo:lo + k], "labels": ds["labels"][lo:lo + k],
-                "outputs": outs[lo:lo + k]}
+        body = {"format": CHUNK_FORMAT, "first": lo, "inputs": ds["inputs"][lo:lo + k],
+                "labels": ds["labels"][lo:lo + k], "outputs": outs[lo:lo + k]}  # "first": equal rows, distinct chunks
         data = _encode(body, gz)
         name = f"{stem}.chunk{i:05d}.json" + (".gz" if gz else "")
         write_bytes_atomic(data, os.path.join(os.path.dirname(os.path.abspath(path)), name))
