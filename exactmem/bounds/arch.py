@@ -21,6 +21,7 @@ so Lemma B.4 would be applied with too few variables; the exact count repairs th
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Dict, List
 
@@ -169,25 +170,61 @@ def parse_architecture(text: str) -> Architecture:
     return Architecture(**vals)
 
 
-def parse_count(name: str, text) -> int:
-    """Parse a positive integer written as ``1000``, ``1_000``, ``1,000``, ``10^6``, ``10**6`` or ``1e6``."""
+MAX_COUNT_DIGITS = 1000  # a count is at most 10^1000 (docs/cli.md § bounds: the measured cost)
+MAX_COUNT = 10 ** MAX_COUNT_DIGITS
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _digits(name: str, t: str, text) -> int:
+    """A decimal digit string within the cap (checked on its length, before int())."""
+    if not _DIGITS.fullmatch(t):
+        raise ValueError
+    if len(t.lstrip("0")) > MAX_COUNT_DIGITS + 1:
+        raise BoundsInputError(_too_large(name, text))
+    return int(t)
+
+
+def _too_large(name: str, text) -> str:
+    return (f"{name} = {str(text)[:40]}{'…' if len(str(text)) > 40 else ''} is too large: counts up to "
+            f"10^{MAX_COUNT_DIGITS} are accepted")
+
+
+def parse_count(name: str, text, cap: int = MAX_COUNT) -> int:
+    """Parse a positive integer written as ``1000``, ``1_000``, ``1,000``, ``10^6``, ``10**6`` or ``1e6``,
+    at most ``cap`` (default 10^1000). The size is bounded *before* any big number is built:
+    digit strings by their length, ``b^e`` and ``ae k`` by e·log2 b and k; ``10**10**10``
+    (one power only) and anything else is a one-line BoundsInputError."""
     if isinstance(text, int) and not isinstance(text, bool):
-        return check_positive_int(name, text)
+        val = check_positive_int(name, text)
+        if val > cap:
+            raise BoundsInputError(_too_large(name, f"a {val.bit_length()}-bit number"))
+        return val
     t = str(text).strip().replace("_", "")
     try:
         if "^" in t or "**" in t:
             b, e = t.replace("**", "^").split("^", 1)
-            val = int(b) ** int(e)
+            b, e = _digits(name, b.strip(), text), _digits(name, e.strip(), text)
+            if b > 1 and (len(str(e)) > 8 or e * (b.bit_length() - 1) > cap.bit_length()):
+                raise BoundsInputError(_too_large(name, text))
+            val = b ** e
         elif "e" in t.lower():
             b, e = t.lower().split("e", 1)
-            if "." in b:
-                raise ValueError
-            val = int(b) * 10 ** int(e)
+            b, e = _digits(name, b.strip(), text), _digits(name, e.strip().lstrip("+"), text)
+            if b and (e > MAX_COUNT_DIGITS + 1):
+                raise BoundsInputError(_too_large(name, text))
+            val = b * 10 ** e
         else:
-            val = int(t.replace(",", "")) if t.replace(",", "").lstrip("-").isdigit() else int(t)
-    except ValueError:
-        raise BoundsInputError(f"{name} must be a positive integer (like 1000, 10^6, 1e6), got {text!r}") from None
-    return check_positive_int(name, val)
+            u = t.replace(",", "")
+            val = -_digits(name, u[1:], text) if u.startswith("-") else _digits(name, u, text)
+    except ValueError as x:
+        if isinstance(x, BoundsInputError):
+            raise
+        raise BoundsInputError(f"{name} must be a positive integer (like 1000, 10^6, 1e6), got "
+                               f"{str(text)[:40]!r}") from None
+    val = check_positive_int(name, val)
+    if val > cap:
+        raise BoundsInputError(_too_large(name, text))
+    return val
 
 
 SMALLEST_LABEL = "d=m=s=H=q=L=1"

@@ -3,6 +3,8 @@
 Actions (``docs/cli.md``, ``docs/lower-bounds.md``):
 
     bounds minw --n 8 --N 1000 [--no-sharp]        smallest W allowed by Thm 4.3 (and by (90))
+    (minw, chain, next-token, bits: --certificate FILE; run: --certificate DIR — the chain as a
+    lower-bound certificate for `python -m exactmem check`, docs/lower-bound-certificates.md)
     bounds chain --n 8 --N 1000 --arch d=1,m=2,s=1,H=1,q=4,L=3 [--convention paper|exact] [--all-steps]
     bounds next-token --N 10000 [--arch ...] [--reduction --n 4 --kind hardmax|uniform|softmax]
     bounds bits --N 1000 [--C 2] [--n 8] [--W 60] [--compare]
@@ -13,6 +15,8 @@ Actions (``docs/cli.md``, ``docs/lower-bounds.md``):
 
 Exit codes: 0 every checked step holds (or fails with a documented repair); 1 a step
 fails; 2 undecided at the maximum precision; 3 bad input (one message, no traceback).
+Sizes are bounded (``arch.parse_count``, :data:`LIMITS`): a count is at most 10^1000, and each
+action caps what its computation needs, so every input is answered or refused in seconds.
 """
 
 from __future__ import annotations
@@ -24,6 +28,22 @@ from typing import List
 EXIT_OK, EXIT_FAILED, EXIT_UNDECIDED, EXIT_BAD_INPUT = 0, 1, 2, 3
 DEFAULT_FILE = "lower_bounds"  # the packaged exactmem/proofs/lower_bounds.py, from any directory
 DEFAULT_ARCH = "d=1,m=1,s=1,H=1,q=1,L=2"
+
+
+MAX_L = 5000  # blocks of one architecture for chain / next-token --arch (loops over the blocks)
+MAX_L_CERTIFICATE = 1000  # ... with --certificate (a certificate of L = 1000 has 6,000 steps, about 6 MB)
+MAX_SHARP_BITS = 1400  # nN < 2^1400 (≈ 10^421) for the sharp search of minw (about 4 s there)
+MAX_LABEL_BITS = 1 << 18  # bits --W: N·log2 C (C^N is computed exactly)
+MAX_BRUTE = 10 ** 7  # brute: samples, and grid points of --exhaustive
+LIMITS = {"count": "10^1000", "L (chain, next-token --arch)": MAX_L, "L with --certificate": MAX_L_CERTIFICATE, "nN for the sharp search": "2^1400 (≈ 10^421)",
+          "N·log2 C for bits --W": MAX_LABEL_BITS, "brute samples / grid": MAX_BRUTE}
+
+
+def _certificate_option(p, what: str = "FILE") -> None:
+    p.add_argument("--certificate", default=None, metavar=what,
+                   help="also write the chain as a lower-bound certificate (every step re-checked by "
+                        "`python -m exactmem check`; docs/lower-bound-certificates.md)"
+                        + (": one file per instance in DIR" if what == "DIR" else ""))
 
 
 def add_parser(sub) -> None:
@@ -48,12 +68,14 @@ def add_parser(sub) -> None:
     common(p, False, "8", "1000")
     p.add_argument("--no-sharp", action="store_true",
                    help="skip the search over architectures for bound (90) (well under a second at any n ≤ 10^6, "
-                        "N ≤ 10^15)")
+                        "N ≤ 10^15; the search needs nN < 2^1400)")
+    _certificate_option(p)
 
     p = acts.add_parser("chain", help="every step of Thm B.3's chain for one architecture and (n, N)")
     common(p, None, "8", "1000")
     p.add_argument("--convention", default="paper", help="parameter count: paper (eq. (92)) or exact")
     p.add_argument("--all-steps", action="store_true", help="do not elide the middle of long tables")
+    _certificate_option(p)
 
     p = acts.add_parser("next-token", help="Thm 4.2: explicit bounds and the repeated-token reduction")
     common(p, None, "4", "10000")
@@ -61,6 +83,7 @@ def add_parser(sub) -> None:
     p.add_argument("--reduction", action="store_true", help="check the reduction (64)–(65) on a random instance")
     p.add_argument("--kind", default="hardmax", help="attention kind for --reduction: hardmax, uniform, softmax")
     p.add_argument("--seed", default="0", help="seed for --reduction (default 0)")
+    _certificate_option(p)
 
     p = acts.add_parser("bits", help="bit lower bounds N·log2 C (nN for seq-to-seq)")
     common(p, False, None, "1000")
@@ -68,6 +91,7 @@ def add_parser(sub) -> None:
     p.add_argument("--C", default="2", help="number of classes (default 2)")
     p.add_argument("--W", default=None, help="parameter count: also print the minimal bits per weight")
     p.add_argument("--compare", action="store_true", help="build the O(N) baselines and compare their bits")
+    _certificate_option(p)
 
     p = acts.add_parser("degrees", help="degree/count bookkeeping checked with sympy polynomials")
     common(p, DEFAULT_ARCH, "2", "1")
@@ -87,6 +111,7 @@ def add_parser(sub) -> None:
     p.add_argument("--only", default=None, help="only theorems whose name contains this text")
     p.add_argument("--json", action="store_true")
     p.add_argument("--verbose", action="store_true", help="print every report")
+    _certificate_option(p, "DIR")
     p.add_argument("--debug", action="store_true")
 
     p = acts.add_parser("plot", help="PNG of the lower bounds vs the O(N) baseline (needs matplotlib)")
@@ -131,16 +156,44 @@ def _emit(args, reports) -> int:
     return EXIT_OK if all(r.ok for r in reports) else EXIT_FAILED
 
 
-def _int(name, v):
-    from .arch import parse_count
+def _int(name, v, cap=None):
+    from .arch import MAX_COUNT, parse_count
 
-    return parse_count(name, v)
+    return parse_count(name, v, MAX_COUNT if cap is None else cap)
 
 
-def _arch(text):
-    from .arch import parse_architecture
+def _command_line(args) -> dict:
+    """The action and its arguments, for a certificate's ``meta`` (not hashed)."""
+    skip = ("fn", "debug", "json", "certificate", "command")
+    return {"bounds": args.action, **{k: v for k, v in sorted(vars(args).items())
+                                      if k not in skip and k != "action" and isinstance(v, (str, bool))}}
 
-    return parse_architecture(text)
+
+def _arch(text, max_L=None):
+    from .arch import BoundsInputError, parse_architecture
+
+    a = parse_architecture(text)
+    if max_L is not None and a.L > max_L:
+        raise BoundsInputError(f"L = {a.L} is too deep for this action: at most L = {max_L} blocks (each is checked "
+                               "one by one)")
+    return a
+
+
+def _write_certificate(args, doc) -> None:
+    """Write ``doc`` to ``--certificate`` and say what the kernel will check and what it will not."""
+    from .certificates import write_document
+
+    try:
+        write_document(doc, args.certificate)
+    except OSError as e:
+        from .arch import BoundsInputError
+
+        raise BoundsInputError(f"cannot write --certificate {args.certificate}: {e.strerror or e}") from None
+    out = sys.stderr if getattr(args, "json", False) else sys.stdout
+    print(f"\nwrote lower-bound certificate {args.certificate}: {len(doc['steps'])} steps for "
+          f"`python -m exactmem check {args.certificate}`", file=out)
+    for pc in doc.get("producer_checked", []):
+        print(f"  checked by the producer (not in the certificate's steps): {pc['eq']} {pc['claim']}", file=out)
 
 
 def _ints(text: str) -> List[int]:
@@ -169,15 +222,36 @@ def _run(args) -> int:
 
     a = args.action
     if a == "minw":
+        from .arch import BoundsInputError
         from .seq2seq import min_W_report
 
-        return _emit(args, [min_W_report(_int("n", args.n), _int("N", args.N), sharp=not args.no_sharp)])
+        n, N = _int("n", args.n), _int("N", args.N)
+        if not args.no_sharp and (n * N).bit_length() > MAX_SHARP_BITS:
+            raise BoundsInputError(f"nN is a {(n * N).bit_length()}-bit number: the sharp search over architectures "
+                                   f"needs nN < 2^{MAX_SHARP_BITS} (≈ 10^421); use --no-sharp for (96) alone")
+        rep = min_W_report(n, N, sharp=not args.no_sharp)
+        code = _emit(args, [rep])
+        if args.certificate:
+            from .certificates import minw_chain
+            from .sharp import Family, min_W_sharp
+
+            sharp = None if args.no_sharp else min_W_sharp(n, N)
+            _write_certificate(args, minw_chain(n, N, rep.results["min W (96)"], sharp, Family()).document(
+                {"arguments": _command_line(args)}))
+        return code
     if a == "chain":
         from .seq2seq import chain
 
         if not args.arch:
             raise BoundsInputError("chain needs --arch d=…,m=…,s=…,H=…,q=…,L=…")
-        return _emit(args, [chain(_arch(args.arch), _int("n", args.n), _int("N", args.N), args.convention)])
+        arch, n, N = _arch(args.arch, MAX_L_CERTIFICATE if args.certificate else MAX_L), _int("n", args.n), _int("N", args.N)
+        code = _emit(args, [chain(arch, n, N, args.convention)])
+        if args.certificate:
+            from .certificates import chain_chain
+
+            _write_certificate(args, chain_chain(arch, n, N, args.convention).document(
+                {"arguments": _command_line(args)}))
+        return code
     if a == "next-token":
         from .next_token import (algorithm_bound_report, min_W_next_token, next_token_chain, reduction_report,
                                  vacuity_steps)
@@ -191,28 +265,63 @@ def _run(args) -> int:
                            "minimal parameter count (the larger)": mw.best})
         reps = [r0]
         if args.arch:
-            arch = _arch(args.arch)
+            arch = _arch(args.arch, MAX_L_CERTIFICATE if args.certificate else MAX_L)
             reps += [next_token_chain(arch, N, args.convention), algorithm_bound_report(arch, N)]
             if args.reduction:
-                reps.append(reduction_report(arch, _int("n", args.n), min(N, 50), args.kind, _seed(args.seed)))
+                reps.append(reduction_report(arch, _int("n", args.n, 1000), min(N, 50), args.kind, _seed(args.seed)))
         elif args.reduction:
             raise BoundsInputError("--reduction needs --arch")
-        return _emit(args, reps)
+        code = _emit(args, reps)
+        if args.certificate:
+            from .certificates import combine, next_token_arch_chain, next_token_min_chain
+
+            doc = next_token_min_chain(N, mw.sign_count, mw.algorithm).document()
+            if args.arch:
+                doc = combine(doc["statement"] + "; and the chain for " + arch.label(),
+                              [doc, next_token_arch_chain(arch, N, args.convention).document()])
+            if args.reduction:
+                doc.setdefault("producer_checked", []).extend(
+                    {"eq": s.eq, "claim": s.claim, "note": s.status + (f"; repair: {s.repair}" if s.repair else "")}
+                    for s in reps[-1].steps)
+                from ..certificate.schema import canonical_hash
+
+                doc["hash"] = canonical_hash(doc)
+            doc["meta"] = {"arguments": _command_line(args)}
+            _write_certificate(args, doc)
+        return code
     if a == "bits":
         from .bits import baseline_rows, bits_summary
 
         N, C = _int("N", args.N), _int("C", args.C)
         n = _int("n", args.n) if args.n is not None else None
         W = _int("W", args.W) if args.W is not None else None
+        pts = N * n if n else N
+        if W is not None and pts * (C - 1).bit_length() > MAX_LABEL_BITS:
+            raise BoundsInputError(f"with --W, N·log2 C (nN·log2 C) must be at most {MAX_LABEL_BITS} bits (C^N is "
+                                   "computed exactly); drop --W for the labelling bits alone")
+        if args.compare and N > 10 ** 5:
+            raise BoundsInputError("--compare builds the O(N) baselines: use N ≤ 10^5")
         reps = [bits_summary(N, C, n, W)]
         if args.compare:
             reps += [r["report"] for r in baseline_rows([N], C=C)]
-        return _emit(args, reps)
+        code = _emit(args, reps)
+        if args.certificate:
+            from .bits import min_exactmem_bits, min_fixed_bits, min_total_bits
+            from .certificates import bits_chain, bits_only_chain
+
+            label = f"nN = {pts} binary tokens (n = {n}, N = {N})" if n else f"N = {N} points"
+            ch = (bits_chain(pts, C, W, min_fixed_bits(W, pts, C), min_exactmem_bits(W, pts, C),
+                             min_total_bits(W, pts, C), label) if W is not None else bits_only_chain(pts, C, label))
+            for r in reps[1:]:
+                for s in r.steps:
+                    ch.by_producer(s.eq, f"{r.title}: {s.claim}", "measured on a built baseline model")
+            _write_certificate(args, ch.document({"arguments": _command_line(args)}))
+        return code
     if a == "degrees":
         from .symbolic import symbolic_report
 
         arch = _arch(args.arch)
-        if arch.W("exact") > 80 or arch.L > 3:
+        if arch.W("exact") > 80 or arch.L > 3 or arch.d > 80:
             raise BoundsInputError("degrees is for tiny architectures (exact W ≤ 80, L ≤ 3): sympy expands every "
                                    "polynomial")
         n, N = _int("n", args.n), _int("N", args.N)
@@ -222,10 +331,16 @@ def _run(args) -> int:
     if a == "brute":
         from .toy import brute_force_report
 
-        arch = _arch(args.arch)
-        samples = None if args.exhaustive else _int("samples", args.samples)
-        return _emit(args, [brute_force_report(arch, _int("n", args.n), _int("N", args.N), _ints(args.values),
-                                               samples, _seed(args.seed))])
+        arch = _arch(args.arch, 8)
+        samples = None if args.exhaustive else _int("samples", args.samples, MAX_BRUTE)
+        n, N = _int("n", args.n, 1000), _int("N", args.N, 1000)
+        if n * N > 1000 or arch.W("exact") > 10 ** 4:
+            raise BoundsInputError("brute is for toy instances: n·N ≤ 1000 and exact W ≤ 10^4")
+        vals = _ints(args.values)
+        if samples is None and len(vals) ** arch.W("exact") > MAX_BRUTE:
+            raise BoundsInputError(f"--exhaustive would enumerate {len(vals)}^{arch.W('exact')} parameter vectors; at "
+                                   f"most {MAX_BRUTE} (use --samples)")
+        return _emit(args, [brute_force_report(arch, n, N, vals, samples, _seed(args.seed))])
     if a == "run":
         from .protocol import format_rows, run_bounds_file
 
@@ -234,7 +349,7 @@ def _run(args) -> int:
                 print(f"  {row.theorem} [{row.instance}]: {'ok' if row.ok else 'FAILED'} ({row.seconds:.2f} s)",
                       file=sys.stderr)
 
-        rows = run_bounds_file(args.file, args.size, args.only, on_row=show)
+        rows = run_bounds_file(args.file, args.size, args.only, on_row=show, certificate_dir=args.certificate)
         if not rows:
             raise BoundsInputError(f"{args.file} has no instances for --size {args.size}"
                                    + (f" matching --only {args.only!r}" if args.only else ""))
@@ -244,7 +359,7 @@ def _run(args) -> int:
         else:
             if args.verbose:
                 print("\n\n".join(r.report.to_markdown(40) for r in rows) + "\n")
-            print(format_rows(rows))
+            print(format_rows(rows, certificates=bool(args.certificate)))
             groups = {}
             for r in rows:
                 for s in r.report.repaired:

@@ -47,13 +47,56 @@ class Step:
 
 
 def _jsonable(v):
+    from ..certificate.text import int_str
+
     if isinstance(v, Interval):
         return {"lo": _jsonable(v.lo), "hi": _jsonable(v.hi)}
     if isinstance(v, Fraction):
-        return str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"
+        return int_str(v.numerator) if v.denominator == 1 else f"{int_str(v.numerator)}/{int_str(v.denominator)}"
     if isinstance(v, int) and not isinstance(v, bool):
-        return str(v) if abs(v) >= 2 ** 53 else v
+        return int_str(v) if abs(v) >= 2 ** 53 else v
     return v
+
+
+PRINT_BITS = 3000  # exact values with more bits are printed through a 64-bit outward enclosure
+HUGE_BITS = 14000  # values of more bits (above ~10^4200) are printed by their leading and trailing digits
+
+
+def _printable(v):
+    """A value ``show`` can print at any size (CPython's int-to-decimal limit is 4,300 digits):
+    an exact value over PRINT_BITS bits becomes its outward 64-bit enclosure (still a true
+    enclosure when printed), one over HUGE_BITS bits its abbreviated digits (``text.fmt``)."""
+    from ..certificate.rational_interval import round_ratio
+    from ..certificate.text import fmt
+
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, Interval):
+        if v.is_exact:
+            return _printable(v.lo)
+        if max(_nbits(v.lo), _nbits(v.hi)) <= PRINT_BITS:
+            return v
+        if max(abs(v.lo), abs(v.hi)) >= 2 ** HUGE_BITS:
+            return f"[{fmt(_floor(v.lo))}, {fmt(-_floor(-v.hi))}]"
+        return Interval(round_ratio(v.lo.numerator, v.lo.denominator, 64, False),
+                        round_ratio(v.hi.numerator, v.hi.denominator, 64, True))
+    if isinstance(v, (int, Fraction)) and _nbits(v) > PRINT_BITS:
+        x = Fraction(v)
+        if abs(x) >= 2 ** HUGE_BITS:
+            return ("" if x.denominator == 1 else "≈") + str(fmt(Fraction(_floor(x))))
+        return Interval(round_ratio(x.numerator, x.denominator, 64, False),
+                        round_ratio(x.numerator, x.denominator, 64, True))
+    return v
+
+
+def _nbits(x) -> int:
+    x = Fraction(x)
+    return max(x.numerator.bit_length(), x.denominator.bit_length())
+
+
+def _floor(x) -> int:
+    x = Fraction(x)
+    return x.numerator // x.denominator
 
 
 def _as_shown(text: str) -> Optional[Interval]:
@@ -82,11 +125,20 @@ def _show_digits(v, digits: int) -> str:
     return show(v)
 
 
+def _show(v) -> str:
+    """``show`` of a value of any size (:func:`_printable`)."""
+    v = _printable(v)
+    return v if isinstance(v, str) else show(v)
+
+
 def show_sides(lhs, rel: str, rhs, status: str) -> Tuple[str, str]:
     """Both sides of a decided step as printed: with ``show``'s 7 digits when the printed
     enclosures (rounded outward) already settle ``lhs rel rhs`` as decided, else with more
     digits (exact integers in full) until they do — so every printed inequality is itself a
     true statement a reader can check (nN ≈ 10²¹ needs more than 7 digits)."""
+    lhs, rhs = _printable(lhs), _printable(rhs)
+    if isinstance(lhs, str) or isinstance(rhs, str):
+        return (lhs if isinstance(lhs, str) else show(lhs)), (rhs if isinstance(rhs, str) else show(rhs))
     texts = show(lhs), show(rhs)
     if status not in (HOLDS, FAILS):
         return texts
@@ -187,16 +239,16 @@ class Report:
         if bad:
             lines += ["", "FAILED (no repair):"]
             for s in bad:
-                lines.append(f"* {s.eq}: {s.claim} — {show(s.lhs)} {s.rel} {show(s.rhs)} is {s.status}"
+                lines.append(f"* {s.eq}: {s.claim} — {_show(s.lhs)} {s.rel} {_show(s.rhs)} is {s.status}"
                              + (f" ({s.note})" if s.note else ""))
         if self.results:
             lines += ["", "Results:"]
             for k, v in self.results.items():
-                lines.append(f"* {k}: {show(v) if isinstance(v, (bool, int, Fraction, Interval)) else v}")
+                lines.append(f"* {k}: {_show(v) if isinstance(v, (bool, int, Fraction, Interval)) else v}")
         for name, (header, rows) in self.tables.items():
             lines += ["", f"{name}:", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
             for r in rows:
-                lines.append("| " + " | ".join(show(c) for c in r) + " |")
+                lines.append("| " + " | ".join(_show(c) for c in r) + " |")
         for n in self.notes:
             lines += ["", n]
         return "\n".join(lines)

@@ -37,6 +37,53 @@ def run_min_w(p):
     return min_W_report(p["n"], p["N"], sharp=p.get("sharp", True))
 
 
+def cert_chain(p):
+    """The chain (70)–(96) as a lower-bound certificate (every step re-checked by the kernel)."""
+    from exactmem.bounds.certificates import chain_chain
+
+    return chain_chain(parse_architecture(p["arch"]), p["n"], p["N"], p.get("convention", "paper")).document()
+
+
+def cert_min_w(p):
+    """Theorem B.3's minimal W (and the sharp minimum over the family) as a certificate."""
+    from exactmem.bounds.certificates import minw_chain
+    from exactmem.bounds.seq2seq import min_W
+    from exactmem.bounds.sharp import Family, min_W_sharp
+
+    sharp = min_W_sharp(p["n"], p["N"]) if p.get("sharp", True) else None
+    return minw_chain(p["n"], p["N"], min_W(p["n"], p["N"]).W, sharp, Family()).document()
+
+
+def cert_next_token(p):
+    """Theorem B.2's minimal W (and, with an architecture, its chain) as a certificate."""
+    from exactmem.bounds.certificates import combine, next_token_arch_chain, next_token_min_chain
+    from exactmem.bounds.next_token import min_W_next_token
+
+    mw = min_W_next_token(p["N"])
+    doc = next_token_min_chain(p["N"], mw.sign_count, mw.algorithm).document()
+    if "arch" not in p:
+        return doc
+    a = parse_architecture(p["arch"])
+    return combine(doc["statement"] + "; and the chain for " + a.label(), [doc, next_token_arch_chain(a, p["N"]).document()])
+
+
+def cert_bits(p):
+    """The bit lower bounds as a certificate; --compare's measured baselines are producer-checked."""
+    from exactmem.bounds.bits import min_exactmem_bits, min_fixed_bits, min_total_bits
+    from exactmem.bounds.certificates import bits_chain, bits_only_chain
+
+    N, C, n, W = p["N"], p.get("C", 2), p.get("n"), p.get("W")
+    pts = N * n if n else N
+    label = f"nN = {pts} binary tokens (n = {n}, N = {N})" if n else f"N = {N} points"
+    ch = (bits_chain(pts, C, W, min_fixed_bits(W, pts, C), min_exactmem_bits(W, pts, C), min_total_bits(W, pts, C),
+                     label) if W else bits_only_chain(pts, C, label))
+    if p.get("compare"):
+        for r in baseline_rows([N], C=C):
+            for s in r["report"].steps:
+                ch.by_producer(s.eq, f"{r['report'].title}: {s.claim}", "measured on a built baseline model")
+    return ch.document()
+
+
 def run_degrees(p):
     return symbolic_report(parse_architecture(p["arch"]), p["n"], p["N"], p.get("seed", 0))
 
@@ -78,6 +125,7 @@ LOWER_BOUNDS = [
                   "is evaluated for the architecture.",
         source=KS + ", Thm 4.3 / B.3, App. B.2 eqs. (70)–(96)",
         run=run_chain,
+        certificate=cert_chain,
         instances=[
             Instance("n8-N1000-m2q4L3", {"arch": "d=1,m=2,s=1,H=1,q=4,L=3", "n": 8, "N": 1000}, ("small", "medium")),
             Instance("n64-N10k-m4q16L6", {"arch": "d=8,m=4,s=2,H=2,q=16,L=6", "n": 64, "N": 10 ** 4},
@@ -97,6 +145,7 @@ LOWER_BOUNDS = [
                   "and the smallest W over a family of architectures allowed by the sharp bound (90).",
         source=KS + ", Thm 4.3 / B.3 eq. (96)",
         run=run_min_w,
+        certificate=cert_min_w,
         instances=[
             Instance("n8-N1000", {"n": 8, "N": 1000}, ("small", "medium", "large")),
             Instance("n64-N10000", {"n": 64, "N": 10 ** 4}, ("small", "medium", "large")),
@@ -159,6 +208,7 @@ LOWER_BOUNDS = [
                   "(sign count, derived) and N ≤ 12W² + 20W (Goldberg–Jerrum algorithm bound, restated).",
         source=KS + ", Thm 4.2 / B.2; background note §4.2, §5",
         run=run_next_token,
+        certificate=cert_next_token,
         instances=[
             Instance("N1000", {"N": 1000, "arch": "d=4,m=2,s=1,H=1,q=8,L=2"}, ("small", "medium")),
             Instance("N10000", {"N": 10 ** 4, "arch": "d=1,m=1,s=1,H=1,q=1,L=20"}, ("small", "medium")),
@@ -171,6 +221,7 @@ LOWER_BOUNDS = [
                   "seq-to-seq); checked against the O(N) baseline's measured bits.",
         source=KS + ", Remarks 4.4 and 4.6",
         run=run_bits,
+        certificate=cert_bits,
         instances=[
             Instance("N100-compare", {"N": 100, "C": 2, "W": 20, "compare": True}, ("small", "medium")),
             Instance("seq2seq-n8-N1000", {"N": 1000, "n": 8, "C": 2, "W": 60}, ("small", "medium")),
