@@ -13,7 +13,8 @@ from fractions import Fraction
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from .evaluate import Softmax2Fault, Undecided, exact_prefix, interval_suffix
-from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, DataFacts
+from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES, DataFacts
+from .graph import run_graph
 from .limits import DEFAULT_MAX_PRECISION, Budget, LimitExceeded, Limits
 from .rational_interval import Interval
 from .schema import (OPS, MalformedCertificate, ParsedCertificate, canonical_hash,  # noqa: F401 (re-exported)
@@ -77,14 +78,41 @@ def judge_example(cert: ParsedCertificate, e: int, out) -> Tuple[str, Optional[d
     return "pass", None
 
 
-def check_claims(cert: ParsedCertificate, data: bool = False) -> Optional[Verdict]:
+def judge_verdict(cert: ParsedCertificate, e: int, cols, s: int) -> Tuple[str, Optional[dict]]:
+    """A graph model's claimed verdict of example e against the score enclosures ``cols`` ((lo, hi)
+    integer lists over 2^s, one pair per read position): an example surely passes when at every
+    position the label's lower bound exceeds every other upper bound, surely fails when at some
+    position another lower bound is >= the label's upper bound (exact ties fail). 'pass' if the
+    claim is confirmed; 'fail' with a witness if the intervals contradict it; else 'undecided'."""
+    claimed, labels = cert.outputs[e], cert.labels[e] if cert.position == "all" else [cert.labels[e]]
+    found = []
+    for t, ((lo, hi), lab) in enumerate(zip(cols, labels)):
+        if lab >= len(lo):
+            raise MalformedCertificate(f"dataset.labels[{e}]: class {lab} out of range (the graph gives {len(lo)} "
+                                       "scores)")
+        others = [k for k in range(len(lo)) if k != lab]
+        top = max(others, key=hi.__getitem__, default=None)
+        low = max(others, key=lo.__getitem__, default=None)
+        found.append(("pass", t, top) if top is None or lo[lab] > hi[top] else
+                     ("fail", t, low) if lo[low] >= hi[lab] else ("undecided", t, top))
+    got = next((f for f in found if f[0] == "fail"), found[0] if all(f[0] == "pass" for f in found) else None)
+    if got is None or got[0] == claimed:
+        return ("undecided" if got is None else "pass"), None
+    _, t, k = got
+    (lo, hi), lab = cols[t], labels[t]
+    w = {"example": e + cert.first, "reason": "verdict", "claimed": claimed, "classes": [lab, k],
+         "scores": [fmt([Fraction(lo[j], 1 << s), Fraction(hi[j], 1 << s)]) for j in (lab, k) if j is not None]}
+    return "fail", {**w, "position": t} if cert.position == "all" else w
+
+
+def check_claims(cert: ParsedCertificate, data: bool = False, skip=()) -> Optional[Verdict]:
     """The REFUTED verdict of the first failing claim, or None when all hold: the model's claims
     (``data`` False, judged before any example), or the claims on the data quantities that the
     examples' facts gave (``data`` True; ``min_sep2`` None: no two distinct tokens, so only a
     lower bound holds, vacuously)."""
     m = cert.measured
     for raw, q, op, bound in cert.claims:
-        if (q in DATA_QUANTITIES) != data:
+        if (q in DATA_QUANTITIES or q in VERDICT_QUANTITIES) != data or q in skip:
             continue
         holds = op in (">=", ">") if m[q] is None else OPS[op](m[q], bound)
         if not holds:
@@ -97,7 +125,7 @@ def check_claims(cert: ParsedCertificate, data: bool = False) -> Optional[Verdic
 
 def new_facts(cert: ParsedCertificate) -> DataFacts:
     """The facts a check of ``cert`` collects (token vectors only if a claim needs them)."""
-    return DataFacts(vectors=any(q in VECTOR_QUANTITIES for _, q, _, _ in cert.claims))
+    return DataFacts(vectors=any(q in VECTOR_QUANTITIES for _, q, _, _ in cert.claims), verdicts=cert.graph is not None)
 
 
 def conflict_verdict(cert: ParsedCertificate, earlier: int, later: int, label=None) -> Verdict:
@@ -120,12 +148,17 @@ def conclude(cert: ParsedCertificate, v: Verdict, facts: DataFacts, budget: Budg
         return Verdict("UNKNOWN", None, f"{x} while counting the data facts; no refutation found", v.precision,
                        cert.measured, x.limit)
     v.measured = m
-    refuted = check_claims(replace(cert, measured=m), data=True)
+    # undecided examples leave the confirmed-verdict counts short: claims on them wait for a full check
+    refuted = check_claims(replace(cert, measured=m), data=True, skip=() if v.status == "CERTIFIED" else VERDICT_QUANTITIES)
     if refuted or v.status != "CERTIFIED":
         return refuted or v
     rows = f" ({facts.rows} rows; {facts.repeats} repeated {_plural(facts.repeats, 'row')} counted once)" \
         if facts.repeats else ""
-    n = m["n_examples"]
+    n, tail = m["n_examples"], v.message.split(" (", 1)[-1]
+    if cert.graph is not None:
+        v.message = (f"every claimed verdict holds: {m['n_pass']} of {n} distinct examples pass, {m['n_fail']} fail, "
+                     f"{n - m['n_pass'] - m['n_fail']} not claimed{rows}; all {len(cert.claims)} claims hold ({tail}")
+        return v
     v.message = (f"all {n} distinct {_plural(n, 'example')} pass{'es' if n == 1 else ''}{rows} and all "
                  f"{len(cert.claims)} {_plural(len(cert.claims), 'claim')} hold{'s' if len(cert.claims) == 1 else ''}"
                  f" ({v.message.split(' (', 1)[1]}" if " (" in v.message else v.message)
@@ -146,16 +179,27 @@ def precision_cap(cert: ParsedCertificate, max_precision: Optional[int], limits:
 
 def _example(cert: ParsedCertificate, e: int, cap: int, budget: Budget):
     """(status, witness, precision used) of example e: exact layers, then intervals from the
-    first softmax layer on, doubling the precision while undecided."""
+    first softmax layer on (a graph model: intervals throughout; a claim "unknown" is not
+    evaluated), doubling the precision while undecided."""
+    if cert.graph is not None:
+        if cert.outputs[e] == "unknown":
+            return "pass", None, None
+        return _ladder(cap, lambda p: judge_verdict(cert, e, *run_graph(cert.graph, cert.inputs[e], cert.tokens, p,
+                                                                         budget, cert.position)))
     stop = len(cert.layers) if cert.softmax_at is None else cert.softmax_at
     cols, D = exact_prefix(cert, cert.inputs[e], stop, budget)
     if cert.softmax_at is None:
         keep = cols[-1:] if cert.position == "last" else cols
         return (*judge_example(cert, e, [[budget.tick() or Fraction(v, D) for v in c] for c in keep]), None)
+    return _ladder(cap, lambda p: judge_example(cert, e, interval_suffix(cert, cols, D, stop, p, budget)))
+
+
+def _ladder(cap: int, attempt: Callable):
+    """attempt(p) at p = 64, 128, ... up to the cap while it is undecided: (status, witness, p)."""
     p = min(START_PRECISION, cap)
     while True:
         try:
-            status, wit = judge_example(cert, e, interval_suffix(cert, cols, D, stop, p, budget))
+            status, wit = attempt(p)
         except Undecided:
             status, wit = "undecided", None
         if status != "undecided" or p >= cap:
@@ -204,6 +248,11 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
             status, p = "undecided", None
             notes.append(f"example {g}: {x}")
         used = p if used is None or (p is not None and p > used) else used
+        if status == "pass" and facts is not None:
+            facts.confirm(cert.outputs[e])
+        if status == "fail" and wit["reason"] == "verdict":
+            return Verdict("REFUTED", wit, f"example {g}: the claimed verdict {wit['claimed']!r} is contradicted by "
+                                           f"the re-derived scores", used, m)
         if status == "fail":
             what = "claimed output differs from" if wit["reason"] == "outputs" else "label not met by"
             return Verdict("REFUTED", wit, f"example {g}: {what} the re-derived output", used, m)

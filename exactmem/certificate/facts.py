@@ -21,6 +21,7 @@ from fractions import Fraction
 from typing import Dict, List, Optional, Tuple
 
 DATA_QUANTITIES = ("n_examples", "n_rows", "seq_len", "label_classes", "distinct_tokens", "max_norm2", "min_sep2")
+VERDICT_QUANTITIES = ("n_pass", "n_fail")  # graph models: distinct inputs whose claimed verdict was confirmed
 VECTOR_QUANTITIES = ("max_norm2", "min_sep2")  # need the distinct token vectors, not only their count
 
 
@@ -51,8 +52,10 @@ class DataFacts:
     (a conflict), else None; ``merge`` adds another part's facts (a shard) and returns the
     conflicts it finds, ordered by the later row; ``quantities`` gives the data quantities."""
 
-    def __init__(self, vectors: bool = False):
+    def __init__(self, vectors: bool = False, verdicts: bool = False):
         self.vectors = vectors  # keep the distinct token vectors (for max_norm2 / min_sep2)
+        self.verdicts = {"pass": set(), "fail": set()} if verdicts else None  # confirmed verdict -> input digests
+        self.last = None  # the digest of the input added last
         self.seen: Dict[bytes, Tuple[int, object]] = {}  # input digest -> (first row, label key)
         self.rows = self.repeats = self.seq_len = 0
         self.classes: set = set()  # the distinct label values (one per position for sequence-to-sequence)
@@ -68,8 +71,14 @@ class DataFacts:
         self.seq_len = max(self.seq_len, len(x))
         key = _label_key(label)
         self.classes.update(key if isinstance(key, tuple) and key and isinstance(label[0], (list, int)) else (key,))
-        other = self._record(h.digest(), row, key)
+        self.last = h.digest()
+        other = self._record(self.last, row, key)
         return None if other is None else other[0]
+
+    def confirm(self, verdict) -> None:
+        """The last added input's claimed verdict ("pass" or "fail") was confirmed (graph models)."""
+        if self.verdicts is not None and verdict in self.verdicts:
+            self.verdicts[verdict].add(self.last)
 
     def _record(self, digest: bytes, row: int, key) -> Optional[int]:
         self.rows += 1
@@ -84,12 +93,14 @@ class DataFacts:
 
     def export(self) -> tuple:
         """Picklable facts of one part, for :meth:`merge` in the process that combines parts."""
-        return self.seen, self.rows, self.repeats, self.seq_len, self.classes, self.tokens
+        return self.seen, self.rows, self.repeats, self.seq_len, self.classes, self.tokens, self.verdicts
 
     def merge(self, part: tuple) -> List[tuple]:
         """Add a part's exported facts; the (earlier row, later row, later row's label) triples of
         one input with two labels, ordered by the later row."""
-        seen, rows, repeats, seq_len, classes, tokens = part
+        seen, rows, repeats, seq_len, classes, tokens, verdicts = part
+        for k, v in (verdicts or {}).items():
+            self.verdicts[k] |= v
         conflicts = []
         for digest, (row, key) in sorted(seen.items(), key=lambda kv: kv[1][0]):
             other = self._record(digest, row, key)
@@ -107,6 +118,8 @@ class DataFacts:
         """The data quantities (``min_sep2`` None when fewer than two distinct tokens: no pair)."""
         q = {"n_examples": len(self.seen), "n_rows": self.rows, "seq_len": self.seq_len,
              "label_classes": len(self.classes), "distinct_tokens": len(self.tokens)}
+        if self.verdicts is not None:
+            q.update({"n_" + k: len(v) for k, v in self.verdicts.items()})
         if self.vectors:
             vs = [v for v in self.tokens.values() if v is not None]
             q["max_norm2"] = max((sum(x * x for x in v) for v in vs), default=Fraction(0))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Dict, List, Optional
 
-from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES
+from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES
 from .limits import Budget, LimitExceeded, Limits
 from .linear import Affine, Attention, Embed, FeedForward, Lin, over_lcm
 from .text import parse_int, short
@@ -40,6 +40,7 @@ LAYER_FIELDS = {"embed": (("type", "E"), ("P",)), "affine": (("type", "W", "relu
 JSON_INT_DIGITS = 300  # JSON integer literals (ids, sizes, seeds); rationals are strings
 ASKABLE = ("max_digits", "max_value_bits", "time_limit")  # limits a certificate may lower (check.limits)
 _RATIONAL = re.compile(r"(-?)([0-9]+)(?:/([0-9]+))?")
+VERDICTS = ("pass", "fail", "unknown")  # claimed verdicts of a graph model's examples
 
 
 class MalformedCertificate(Exception):
@@ -64,6 +65,7 @@ class ParsedCertificate:
     first: int = 0  # global index of inputs[0] (a chunk or a shard of the dataset)
     chunks: Optional[list] = None  # version 2: (file, sha256 hex, examples, first) per chunk; inputs come later
     spec: Optional[tuple] = None  # what validating an example needs (vocab, dim, P rows, attention facts)
+    graph: Optional[object] = None  # a graph model (graph.Graph; docs/verify-format.md): layers [], softmax_at 0
 
 
 def jtype(x) -> str:
@@ -312,7 +314,7 @@ class _Reader:
             return [self.answer(y, f"{path}[{t}]", "last", decode, 1, dim, is_label)
                     for t, y in enumerate(_list(x, path, n_out))]
         if decode == "argmax":
-            return integer(x, path, 0, dim - 1) if is_label else integer(x, path)
+            return integer(x, path, 0, None if dim is None else dim - 1) if is_label else integer(x, path)
         return self.vec(x, dim, path)
 
 
@@ -360,7 +362,9 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     budget = budget or Budget()
     _header(doc, budget)
     rd = _Reader(budget)
-    model = _obj(doc["model"], "model", ("input", "layers", "readout"))
+    model = _obj(doc["model"], "model", ("input", "readout"), ("layers", "graph"))
+    if ("graph" in model) == ("layers" in model):
+        bad("model", "needs exactly one of 'layers' and 'graph'")
     inp = _obj(model["input"], "model.input", ("type",), None)
     tokens = _str(inp["type"], "model.input.type", ("vectors", "tokens")) == "tokens"
     key = "vocab" if tokens else "dim"
@@ -368,13 +372,20 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     ro = _obj(model["readout"], "model.readout", ("position", "decode"))
     position = _str(ro["position"], "model.readout.position", ("last", "all"))
     decode = _str(ro["decode"], "model.readout.decode", ("identity", "argmax"))
-    layers, width, in_size = [], 0, m
-    for i, d in enumerate(_list(model["layers"], "model.layers", nonempty=tokens)):
+    layers, width, in_size, graph = [], 0, m, None
+    if "graph" in model:  # evaluated in intervals throughout: softmax_at 0
+        from .graph import parse_graph
+        graph, gm = parse_graph(model["graph"], rd)
+        if decode != "argmax":
+            bad("model.readout.decode", "a graph model decodes by 'argmax'")
+        width, attention, softmax_at, m = gm["width"], [], 0, None
+    for i, d in enumerate([] if graph else _list(model["layers"], "model.layers", nonempty=tokens)):
         layer, m, w = rd.layer(d, f"model.layers[{i}]", m, i == 0, tokens)
         layers.append(layer)
         width = max(width, w)
-    attention = [i for i, x in enumerate(layers) if isinstance(x, Attention)]
-    softmax_at = next((i for i in attention if layers[i].kind == "softmax"), None)
+    if graph is None:
+        attention = [i for i, x in enumerate(layers) if isinstance(x, Attention)]
+        softmax_at = next((i for i in attention if layers[i].kind == "softmax"), None)
     chk = doc["check"]
     eps = None if chk["error_bound"] is None else rd.rat(chk["error_bound"], "check.error_bound")
     if eps is not None and eps < 0:
@@ -382,10 +393,10 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     max_precision = integer(chk["max_precision"], "check.max_precision", 1)
     if softmax_at is not None and decode == "identity" and eps is None:
         bad("check.error_bound", "a model with a softmax layer and identity decode needs an error_bound")
-    P_rows = len(layers[0].P) if tokens and layers[0].P is not None else None
+    P_rows = len(layers[0].P) if tokens and layers and layers[0].P is not None else None
     spec = (in_size if tokens else None, None if tokens else in_size, P_rows,
             [i for i in attention if layers[i].keys == "others"],
-            next((i for i in attention if layers[i].query == "last"), None), softmax_at, position, decode, m)
+            next((i for i in attention if layers[i].query == "last"), None), softmax_at, position, decode, m, graph is not None)
     chunks = None
     if doc["version"] == 1:
         ds = _obj(doc["dataset"], "dataset", ("inputs", "labels"))
@@ -415,24 +426,26 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     for c, cl in enumerate(_list(doc["claims"], "claims")):
         cp = f"claims[{c}]"
         _obj(cl, cp, ("quantity", "op", "bound"), ("source",))
-        q, op = _str(cl["quantity"], f"{cp}.quantity", QUANTITIES), _str(cl["op"], f"{cp}.op", tuple(OPS))
+        q, op = _str(cl["quantity"], f"{cp}.quantity", QUANTITIES + VERDICT_QUANTITIES), _str(cl["op"], f"{cp}.op", tuple(OPS))
         claims.append((cl, q, op, rd.rat(cl["bound"], f"{cp}.bound")))
+        if q in VERDICT_QUANTITIES and graph is None:
+            bad(f"{cp}.quantity", f"{q} counts the confirmed verdicts of a graph model's examples")
         if q in VECTOR_QUANTITIES and tokens:
             bad(f"{cp}.quantity", f"{q} is defined for vector inputs (the tokens' coordinates), not token ids")
         if "source" in cl:
             _str(cl["source"], f"{cp}.source")
     bits = [abs(x.numerator).bit_length() + x.denominator.bit_length() for x in rd.params]  # bits(p/q)
     relu = sum(1 for x in layers if isinstance(x, FeedForward) or (isinstance(x, Affine) and x.relu))
-    measured = {"n_params": len(bits), "n_nonzero": sum(1 for x in rd.params if x), "width": width,
-                "relu_depth": relu, "attention_layers": len(attention), "depth": relu + len(attention),
+    sizes = gm if graph else {"relu_depth": relu, "attention_layers": len(attention), "depth": relu + len(attention)}
+    measured = {"n_params": len(bits), "n_nonzero": sum(1 for x in rd.params if x), "width": width, **sizes,
                 "max_bits": max(bits, default=0), "total_bits": sum(bits), "n_rows": n_ex}
     return ParsedCertificate(layers, tokens, position, decode, m, softmax_at, inputs, labels, outputs, claims,
-                             eps, max_precision, measured, 0, chunks, spec)
+                             eps, max_precision, measured, 0, chunks, spec, graph)
 
 
 def _examples(rd: _Reader, spec: tuple, ds: dict, outs, where: str, out_where: str, count: Optional[int] = None):
     """Validate the examples (``ds`` inputs and labels, claimed outputs ``outs``); paths start with ``where``."""
-    vocab, in_dim, P_rows, need2, last_at, softmax_at, position, decode, out_dim = spec
+    vocab, in_dim, P_rows, need2, last_at, softmax_at, position, decode, out_dim, graph = spec
     xs = _list(ds["inputs"], f"{where}inputs", count)
     ys, outs = _list(ds["labels"], f"{where}labels", len(xs)), _list(outs, f"{out_where}outputs", len(xs))
     inputs, labels, outputs = [], [], []
@@ -451,6 +464,9 @@ def _examples(rd: _Reader, spec: tuple, ds: dict, outs, where: str, out_where: s
                 bad(path, f"model.layers[{i}] attends to keys 'others' of a length-1 sequence (no keys left)")
         n_out, exact = n if last_at is None else 1, softmax_at is None or decode == "argmax"
         labels.append(rd.answer(ys[e], f"{where}labels[{e}]", position, decode, n_out, out_dim, True))
+        if graph:
+            outputs.append(_str(outs[e], f"{out_where}outputs[{e}]", VERDICTS))
+            continue
         if not exact and outs[e] is not None:
             bad(f"{out_where}outputs[{e}]", "must be null: a softmax model with identity decode claims no exact output")
         outputs.append(rd.answer(outs[e], f"{out_where}outputs[{e}]", position, decode, n_out, out_dim, False)

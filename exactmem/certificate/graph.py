@@ -1,0 +1,557 @@
+"""Graph models (kernel): ``model.graph`` parsed and validated, and evaluated on one example in
+rigorous interval arithmetic (``docs/verify-format.md``; ONNX opset 18 semantics).
+
+A tensor (:class:`T`) is a shape and two row-major integer lists ``lo``, ``hi`` over one power of two
+``2^s``: element i lies in ``[lo[i], hi[i]] / 2^s``; a point tensor shares one list (``lo is hi``).
+Evaluation at precision F keeps scales at most F: a result over 2^s with s > F is rounded outward
+(``lo`` down, ``hi`` up) to 2^F, so exact dyadic values stay exact while they fit. Products use the
+midpoint–radius form (C-level ``sum(map(mul, ...))`` on integers); irrational steps use the bounds of
+:mod:`functions`. A shape that does not fit makes the certificate malformed, naming the node.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import lru_cache
+from math import prod
+from operator import add, mul, sub
+
+from .evaluate import Undecided
+from .functions import cdiv, erf_fx, exp_fx, phi_fx, sigmoid_fx, sqrt_fx, tanh_fx
+from .schema import MalformedCertificate, _list, _obj, _str, bad, integer
+
+EXACT_SCALE = 1100  # a dyadic constant over at most 2^1100 is held exactly; others are rounded per precision
+REQUIRED = object()
+
+
+class T:
+    """A tensor: ``shape``, ``lo``/``hi`` over 2^``s``; ``ints``: an integer tensor (ids, shapes, axes)."""
+
+    __slots__ = ("shape", "lo", "hi", "s", "ints", "memo")
+
+    def __init__(self, shape, lo, hi=None, s=0, ints=False):
+        self.shape, self.lo, self.hi, self.s, self.ints, self.memo = tuple(shape), lo, lo if hi is None else hi, s, ints, {}
+
+
+class ShapeError(Exception):
+    pass
+
+
+def need(ok, msg: str):
+    if not ok:
+        raise ShapeError(msg)
+
+
+class Cx:
+    """One evaluation: precision F and the budget."""
+
+    def __init__(self, F, budget):
+        self.F, self.budget, self.tick = F, budget, budget.tick
+
+
+def from_fracs(shape, xs, F):
+    """Rationals as a tensor: exact over 2^s if every denominator is a power of two 2^k, k <= EXACT_SCALE;
+    else rounded outward to 2^F."""
+    ks = [x.denominator.bit_length() - 1 for x in xs]
+    if all(x.denominator == 1 << k for x, k in zip(xs, ks)) and max(ks, default=0) <= EXACT_SCALE:
+        s = max(ks, default=0)
+        return T(shape, [x.numerator << (s - k) for x, k in zip(xs, ks)], s=s)
+    return T(shape, [(x.numerator << F) // x.denominator for x in xs],
+             [cdiv(x.numerator << F, x.denominator, True) for x in xs], F)
+
+
+def fit(shape, lo, hi, s, F, ints=False) -> T:
+    """Rounded outward to 2^F when s > F; equal bounds become one shared list (a point)."""
+    if s > F:
+        d, s = s - F, F
+        lo, hi = [x >> d for x in lo], [-(-x >> d) for x in hi]
+    return T(shape, lo, lo if hi is lo or hi == lo else hi, s, ints)
+
+
+def at(t: T, s: int):
+    """(lo, hi) of t over 2^s, s >= t.s (exact shifts, memoised)."""
+    if s != t.s and s not in t.memo:
+        lo = [x << (s - t.s) for x in t.lo]
+        t.memo[s] = lo, lo if t.lo is t.hi else [x << (s - t.s) for x in t.hi]
+    return (t.lo, t.hi) if s == t.s else t.memo[s]
+
+
+def fx(t: T, F: int):
+    """(lo, hi) of t over exactly 2^F."""
+    return at(fit(t.shape, t.lo, t.hi, t.s, F), F) if t.s > F else at(t, F)
+
+
+def strides(shape):
+    return [prod(shape[i + 1:]) for i in range(len(shape))]
+
+
+def walk(pairs) -> list:
+    """Flat indices of a row-major walk over (count, stride) pairs."""
+    idx = [0]
+    for n, st in pairs:
+        idx = [i + st * j for i in idx for j in range(n)]
+    return idx
+
+
+@lru_cache(maxsize=1024)
+def bshape(*shapes):
+    """The numpy broadcast shape."""
+    r = max(map(len, shapes))
+    out = tuple(map(max, zip(*((1,) * (r - len(s)) + s for s in shapes))))
+    need(all(d in (1, m) for s in shapes for d, m in zip(s[::-1], out[::-1])),
+         "shapes " + " and ".join(str(list(s)) for s in shapes) + " do not broadcast")
+    return out
+
+
+@lru_cache(maxsize=1024)
+def bidx(shape, out):
+    """For each element of the broadcast shape ``out``, its flat index in a tensor of ``shape``."""
+    full = (1,) * (len(out) - len(shape)) + shape
+    return walk((o, 0 if d == 1 else st) for o, d, st in zip(out, full, strides(full)))
+
+
+@lru_cache(maxsize=1024)
+def groups(shape, axes):
+    """Flat indices of each fibre over ``axes``, one list per remaining index (row-major)."""
+    st = strides(shape)
+    inner = walk((shape[d], st[d]) for d in axes)
+    return [[o + i for i in inner] for o in walk((shape[d], st[d]) for d in range(len(shape)) if d not in axes)]
+
+
+def take(t: T, idx, shape) -> T:
+    lo = [t.lo[i] for i in idx]
+    return T(shape, lo, lo if t.lo is t.hi else [t.hi[i] for i in idx], t.s, t.ints)
+
+
+def spread(t: T, out, s):
+    """(lo, hi) of t broadcast to ``out`` over 2^s."""
+    lo, hi = at(t, s)
+    if t.shape == out:
+        return lo, hi
+    ix = bidx(t.shape, out)
+    L = [lo[i] for i in ix]
+    return L, L if lo is hi else [hi[i] for i in ix]
+
+
+def axis(v, r):
+    need(-r <= v < r, f"axis {v} out of range for rank {r}")
+    return v % r
+
+
+def ints(vals) -> T:
+    return T((len(vals),), list(vals), ints=True)
+
+
+# ----------------------------------------------------------------------------- element-wise ops
+
+
+def op_add(cx, a, x, y, neg=False):
+    """Add (Sub with ``neg``): [xl + yl, xh + yh] (Sub: [xl − yh, xh − yl]), numpy broadcasting."""
+    out, s = bshape(x.shape, y.shape), max(x.s, y.s)
+    (xl, xh), (yl, yh) = spread(x, out, s), spread(y, out, s)
+    f = sub if neg else add
+    lo = list(map(f, xl, yh if neg else yl))
+    return fit(out, lo, lo if xl is xh and yl is yh else list(map(f, xh, yl if neg else yh)), s, cx.F)
+
+
+def op_mul(cx, a, x, y):
+    """Mul: the extremes of the four endpoint products, over 2^(sx + sy)."""
+    out = bshape(x.shape, y.shape)
+    (xl, xh), (yl, yh) = spread(x, out, x.s), spread(y, out, y.s)
+    if xl is xh and yl is yh:
+        lo = hi = list(map(mul, xl, yl))
+    else:
+        ps = list(zip(map(mul, xl, yl), map(mul, xl, yh), map(mul, xh, yl), map(mul, xh, yh)))
+        lo, hi = list(map(min, ps)), list(map(max, ps))
+    return fit(out, lo, hi, x.s + y.s, cx.F)
+
+
+def op_recip(cx, a, x):
+    """Reciprocal: 1/x is decreasing on each side of 0: [1/hi, 1/lo] (2^(s+F)/n over 2^F); an
+    interval that contains 0 is undecided."""
+    if any(l <= 0 <= h for l, h in zip(x.lo, x.hi)):
+        raise Undecided()
+    one = 1 << (x.s + cx.F)
+    return fit(x.shape, [cdiv(one, h, False) for h in x.hi], [cdiv(one, l, True) for l in x.lo], cx.F, cx.F)
+
+
+def op_div(cx, a, x, y):
+    return op_mul(cx, a, x, op_recip(cx, a, y))
+
+
+def op_neg(cx, a, x):
+    lo = [-v for v in x.hi]
+    return T(x.shape, lo, lo if x.lo is x.hi else [-v for v in x.lo], x.s)
+
+
+def op_relu(cx, a, x):
+    lo = [v if v > 0 else 0 for v in x.lo]
+    return T(x.shape, lo, lo if x.lo is x.hi else [v if v > 0 else 0 for v in x.hi], x.s)
+
+
+def monotone(f, domain=None):
+    """An increasing function applied to the endpoints over 2^F; ``domain(lo)`` False: undecided
+    (e.g. √ of an interval reaching below 0)."""
+    def op(cx, a, x):
+        lo, hi = fx(x, cx.F)
+        if domain is not None and not all(map(domain, lo)):
+            raise Undecided()
+        t, F = cx.tick, cx.F
+        return fit(x.shape, [t() or f(v, F, False, t) for v in lo], [t() or f(v, F, True, t) for v in hi], F, F)
+    return op
+
+
+def op_exp(cx, a, x):
+    """Exp; e^x < 2^(2x): the result's size is charged to the value limit before it is computed."""
+    cx.budget.value(cx.F + 2 * max(max(x.hi, default=0) >> x.s, 0), "an Exp result")
+    return monotone(exp_fx)(cx, a, x)
+
+
+def op_pow(cx, a, x, y=None):
+    """Pow with a constant exponent k: 1/2 is Sqrt; an integer k maps the endpoints (odd k: increasing;
+    even k: x^k on |x|, 0 when the interval contains 0)."""
+    k = a["_k"]
+    if k.denominator == 2:
+        return sqrt(cx, a, x)
+    k = k.numerator
+    cx.budget.value(k * max(map(int.bit_length, x.lo + x.hi), default=0), "a Pow result")
+    b = [(l ** k, h ** k) if k & 1 or l >= 0 or not k else (h ** k, l ** k) if h <= 0 else (0, max(l ** k, h ** k))
+         for l, h in zip(x.lo, x.hi)]
+    return fit(x.shape, [v for v, _ in b], [v for _, v in b], x.s * k, cx.F)
+
+
+def op_gelu(cx, a, x):
+    """Gelu = x·g(x), g increasing in [0, 1] (:func:`functions.phi_fx`): for x in [l, h] the value lies
+    in the product of the intervals [l, h] and [g(l), g(h)] (GELU itself is not monotone)."""
+    t, F, th = cx.tick, cx.F, a["approximate"] == "tanh"
+    ps = [(l * gl, l * gh, h * gl, h * gh) for l, h in zip(*fx(x, F))
+          for gl, gh in [(t() or phi_fx(l, F, False, th, t), phi_fx(h, F, True, th, t))]]
+    return fit(x.shape, list(map(min, ps)), list(map(max, ps)), 2 * F, F)
+
+
+def op_softmax(cx, a, x):
+    """Softmax along ``axis``: with E_k = exp(x_k − max_j hi_j) in [L_k, U_k], the weight
+    E_k / Σ_j E_j lies in [L_k/(L_k + Σ_{j≠k} U_j), U_k/(U_k + Σ_{j≠k} L_j)] (increasing in E_k,
+    decreasing in the others; ``docs/certificate.md`` § Interval softmax), clipped to 1."""
+    F, t = cx.F, cx.tick
+    xl, xh = fx(x, F)
+    lo, hi = [0] * len(xl), [0] * len(xl)
+    for g in groups(x.shape, (axis(a["axis"], len(x.shape)),)):
+        t()
+        c = max(xh[i] for i in g)
+        E = [(exp_fx(xl[i] - c, F, False, t), exp_fx(xh[i] - c, F, True, t)) for i in g]
+        sl, sh = sum(e for e, _ in E), sum(e for _, e in E)
+        for i, (l, h) in zip(g, E):
+            lo[i] = (l << F) // (l + sh - h) if l else 0
+            hi[i] = min(1 << F, cdiv(h << F, h + sl - l, True))
+    return fit(x.shape, lo, hi, F, F)
+
+
+def op_reducemean(cx, a, x, axes=None):
+    """ReduceMean over ``axes`` (all when absent): the sum's bounds divided by the count, rounded outward."""
+    r = len(x.shape)
+    ax = tuple(sorted({axis(v, r) for v in axes.lo})) if axes is not None and axes.lo else tuple(range(r))
+    s = max(x.s, cx.F)
+    xl, xh = at(x, s)
+    gs = groups(x.shape, ax)
+    n = len(gs[0]) if gs else 1
+    lo, hi = [sum(xl[i] for i in g) // n for g in gs], [cdiv(sum(xh[i] for i in g), n, True) for g in gs]
+    shape = [1 if d in ax else x.shape[d] for d in range(r) if a.get("keepdims", 1) or d not in ax]
+    return fit(shape, lo, hi, s, cx.F)
+
+
+def op_layernorm(cx, a, x, scale, bias=None):
+    """LayerNormalization over the last axis: d = x − mean, var = mean(d²) (biased), then
+    d·(var + ε)^(−1/2)·scale + bias, each step an enclosure."""
+    last, keep = ints([len(x.shape) - 1]), {"keepdims": 1}
+    d = op_add(cx, a, x, op_reducemean(cx, keep, x, last), True)
+    v = op_reducemean(cx, keep, op_pow(cx, {"_k": Fraction(2)}, d), last)
+    r = op_recip(cx, a, sqrt(cx, a, op_add(cx, a, v, from_fracs((), [a["epsilon"]], cx.F))))
+    y = op_mul(cx, a, op_mul(cx, a, d, r), scale)
+    return y if bias is None else op_add(cx, a, y, bias)
+
+
+# ----------------------------------------------------------------------------- products
+
+
+def panel(t: T, j: int, r: int, c: int, cols: bool):
+    """Rows (or columns) of the j-th r×c matrix of t in midpoint–radius form: (mids, |mids|, radii or
+    None, e), value = (mid ± rad)/2^(s+e); memoised (constant weights are split once)."""
+    key = (j, cols)
+    if key not in t.memo:
+        lo, hi = t.lo[j * r * c:(j + 1) * r * c], t.hi[j * r * c:(j + 1) * r * c]
+        cut = (lambda L: [L[i::c] for i in range(c)]) if cols else (lambda L: [L[i * c:(i + 1) * c] for i in range(r)])
+        if t.lo is t.hi:
+            m, rad, e = cut(lo), None, 0
+        else:
+            m, rad, e = cut(list(map(add, lo, hi))), cut(list(map(sub, hi, lo))), 1
+        t.memo[key] = m, [list(map(abs, v)) for v in m], rad, e
+    return t.memo[key]
+
+
+def op_matmul(cx, a, A, B):
+    """MatMul (N-d, leading dimensions broadcast; 1-d operands as in numpy). Per entry the midpoint
+    product Σ a_m b_m and the radius Σ (|a_m| + a_r) b_r + a_r |b_m| >= |A B − A_m B_m| (exact integers)."""
+    need(A.shape and B.shape, "MatMul of a scalar")
+    A1, B1 = len(A.shape) == 1, len(B.shape) == 1
+    A = T((1,) + A.shape, A.lo, A.hi, A.s) if A1 else A
+    B = T(B.shape + (1,), B.lo, B.hi, B.s) if B1 else B
+    (n, k), (k2, m) = A.shape[-2:], B.shape[-2:]
+    need(k == k2, f"MatMul of shapes {list(A.shape)} and {list(B.shape)}: inner dimensions {k} and {k2} differ")
+    batch = bshape(A.shape[:-2], B.shape[:-2])
+    lo, hi = [], []
+    for i, j in zip(bidx(A.shape[:-2], batch), bidx(B.shape[:-2], batch)):
+        am, aa, ar, ea = panel(A, i, n, k, False)
+        bm, ba, br, eb = panel(B, j, k, m, True)
+        for r in range(n):
+            cx.tick()
+            mids = [sum(map(mul, am[r], c)) for c in bm]
+            terms = ([(aa[r] if ar is None else list(map(add, aa[r], ar[r])), br)] if br else []) + \
+                ([(ar[r], ba)] if ar else [])  # (|a_m| + a_r)·b_r and a_r·|b_m|
+            rads = [sum(sum(map(mul, x, cs[j])) for x, cs in terms) for j in range(m)] if terms else [0] * m
+            lo.extend(map(sub, mids, rads))
+            hi.extend(map(add, mids, rads))
+    shape = batch + ((n,) if not A1 else ()) + ((m,) if not B1 else ())
+    return fit(shape, lo, hi, A.s + B.s + ea + eb, cx.F)
+
+
+def op_gemm(cx, a, A, B, C=None):
+    """Gemm: alpha·A'·B' + beta·C with A' = Aᵀ if transA, B' = Bᵀ if transB (2-d)."""
+    need(len(A.shape) == 2 and len(B.shape) == 2, "Gemm needs 2-d A and B")
+    A = op_transpose(cx, {"perm": [1, 0]}, A) if a["transA"] else A
+    B = op_transpose(cx, {"perm": [1, 0]}, B) if a["transB"] else B
+    Y = op_mul(cx, a, op_matmul(cx, a, A, B), from_fracs((), [a["alpha"]], cx.F))
+    return Y if C is None else op_add(cx, a, Y, op_mul(cx, a, C, from_fracs((), [a["beta"]], cx.F)))
+
+
+# ----------------------------------------------------------------------------- shapes and indexing
+
+
+def op_gather(cx, a, x, ix):
+    """Gather along ``axis``: out[..., i, ...] = x[..., ix[i], ...] (negative indices count from the end)."""
+    need(ix.ints, "Gather indices must be integers")
+    ax = axis(a["axis"], len(x.shape))
+    d, inner = x.shape[ax], prod(x.shape[ax + 1:])
+    need(all(-d <= v < d for v in ix.lo), f"a Gather index is out of range for dimension {d}")
+    idx = walk(((prod(x.shape[:ax]), d * inner),))
+    idx = [o + (v % d) * inner + q for o in idx for v in ix.lo for q in range(inner)]
+    return take(x, idx, x.shape[:ax] + ix.shape + x.shape[ax + 1:])
+
+
+def op_transpose(cx, a, x):
+    r = len(x.shape)
+    perm = list(range(r))[::-1] if a["perm"] is None else a["perm"]
+    need(sorted(perm) == list(range(r)), f"perm {perm} is not a permutation of {r} axes")
+    st = strides(x.shape)
+    return take(x, walk((x.shape[p], st[p]) for p in perm), tuple(x.shape[p] for p in perm))
+
+
+def op_reshape(cx, a, x, shape):
+    """Reshape: 0 copies the input's dimension, −1 is inferred."""
+    sh = [x.shape[i] if v == 0 and i < len(x.shape) else v for i, v in enumerate(shape.lo)]
+    n = len(x.lo)
+    if -1 in sh:
+        rest = prod(v for v in sh if v != -1)
+        need(sh.count(-1) == 1 and rest > 0 and n % rest == 0, f"cannot reshape {list(x.shape)} to {shape.lo}")
+        sh[sh.index(-1)] = n // rest
+    need(all(v >= 0 for v in sh) and prod(sh) == n, f"cannot reshape {list(x.shape)} to {shape.lo}")
+    return T(sh, x.lo, x.hi, x.s, x.ints)
+
+
+def op_slice(cx, a, x, starts, ends, axes=None, steps=None):
+    """Slice: per axis Python's range slicing, which clamps starts and ends as ONNX does."""
+    r = len(x.shape)
+    ax = [axis(v, r) for v in axes.lo] if axes is not None else list(range(len(starts.lo)))
+    st = steps.lo if steps is not None else [1] * len(ax)
+    need(len(ax) == len(starts.lo) == len(ends.lo) == len(st) and 0 not in st, "bad Slice arguments")
+    rng = [range(d) for d in x.shape]
+    for d, b, e, s in zip(ax, starts.lo, ends.lo, st):
+        rng[d] = rng[d][b:e:s]
+    strd = strides(x.shape)
+    off = sum(q.start * s for q, s in zip(rng, strd) if len(q))
+    return take(x, [off + i for i in walk((len(q), q.step * s) for q, s in zip(rng, strd))], tuple(map(len, rng)))
+
+
+def op_split(cx, a, x, split=None):
+    """Split along ``axis`` into the ``split`` sizes (absent: equal parts, the last one smaller)."""
+    ax = axis(a["axis"], len(x.shape))
+    d, n = x.shape[ax], a["_n"]
+    sizes = split.lo if split is not None else [-(-d // n)] * (n - 1) + [d - -(-d // n) * (n - 1)]
+    need(len(sizes) == n and min(sizes) >= 0 and sum(sizes) == d, f"cannot split {d} into {sizes}")
+    ends = [sum(sizes[:i + 1]) for i in range(n)]
+    return [op_slice(cx, a, x, ints([e - z]), ints([e]), ints([ax])) for z, e in zip(sizes, ends)]
+
+
+def op_concat(cx, a, *xs):
+    r = len(xs[0].shape)
+    ax = axis(a["axis"], r)
+    sh = xs[0].shape
+    need(all(len(x.shape) == r and x.shape[:ax] == sh[:ax] and x.shape[ax + 1:] == sh[ax + 1:] for x in xs),
+         "Concat of shapes " + ", ".join(str(list(x.shape)) for x in xs))
+    s, outer = max(x.s for x in xs), prod(sh[:ax])
+    lo, hi = ([v for o in range(outer) for x in xs for n in [prod(x.shape[ax:])] for v in at(x, s)[e][o * n:(o + 1) * n]]
+              for e in (0, 1))
+    return fit(sh[:ax] + (sum(x.shape[ax] for x in xs),) + sh[ax + 1:], lo, hi, s, s, all(x.ints for x in xs))
+
+
+def op_unsqueeze(cx, a, x, axes):
+    r = len(x.shape) + len(axes.lo)
+    ax = {axis(v, r) for v in axes.lo}
+    it = iter(x.shape)
+    return T([1 if d in ax else next(it) for d in range(r)], x.lo, x.hi, x.s, x.ints)
+
+
+def op_squeeze(cx, a, x, axes=None):
+    ax = {axis(v, len(x.shape)) for v in axes.lo} if axes is not None else {d for d, n in enumerate(x.shape) if n == 1}
+    need(all(x.shape[d] == 1 for d in ax), f"cannot squeeze axes {sorted(ax)} of {list(x.shape)}")
+    return T([n for d, n in enumerate(x.shape) if d not in ax], x.lo, x.hi, x.s, x.ints)
+
+
+def op_where(cx, a, c, x, y):
+    """Where: x where the (constant 0/1) condition is 1, else y; broadcast."""
+    out, s = bshape(c.shape, x.shape, y.shape), max(x.s, y.s)
+    cc = spread(c, out, c.s)[0]
+    (xl, xh), (yl, yh) = spread(x, out, s), spread(y, out, s)
+    lo = [p if k else q for k, p, q in zip(cc, xl, yl)]
+    hi = lo if xl is xh and yl is yh else [p if k else q for k, p, q in zip(cc, xh, yh)]
+    return T(out, lo, hi, s, x.ints and y.ints)
+
+
+# op: (function, least inputs, most inputs, {attr: (kind, default)}, inputs that must be int constants).
+# Kinds: "i" int, "is" list of ints, "r" rational string, a tuple: one of these strings.
+sqrt = monotone(lambda n, F, up, t: sqrt_fx(n, F, up), lambda v: v >= 0)
+OPS = {
+    **{k: (f, 2, 2, {}, ()) for k, f in (("MatMul", op_matmul), ("Add", op_add), ("Mul", op_mul), ("Div", op_div),
+                                         ("Sub", lambda cx, a, x, y: op_add(cx, a, x, y, True)), ("Pow", op_pow))},
+    **{k: (f, 1, 1, {}, ()) for k, f in (("Neg", op_neg), ("Relu", op_relu), ("Sqrt", sqrt), ("Reciprocal", op_recip),
+                                         ("Exp", op_exp), ("Tanh", monotone(tanh_fx)), ("Erf", monotone(erf_fx)),
+                                         ("Sigmoid", monotone(sigmoid_fx)), ("Identity", lambda cx, a, x: x))},
+    "Gather": (op_gather, 2, 2, {"axis": ("i", 0)}, ()),
+    "Gemm": (op_gemm, 2, 3, {"alpha": ("r", Fraction(1)), "beta": ("r", Fraction(1)), "transA": ("i", 0),
+                             "transB": ("i", 0)}, ()),
+    "Gelu": (op_gelu, 1, 1, {"approximate": (("none", "tanh"), "none")}, ()),
+    "Softmax": (op_softmax, 1, 1, {"axis": ("i", -1)}, ()),
+    "LayerNormalization": (op_layernorm, 2, 3, {"axis": ("i", -1), "epsilon": ("r", Fraction(0xA7C5AC, 1 << 40))}, ()),
+    "ReduceMean": (op_reducemean, 1, 2, {"keepdims": ("i", 1)}, (1,)),
+    "Reshape": (op_reshape, 2, 2, {}, (1,)),
+    "Transpose": (op_transpose, 1, 1, {"perm": ("is", None)}, ()),
+    "Split": (op_split, 1, 2, {"axis": ("i", 0)}, (1,)),
+    "Slice": (op_slice, 3, 5, {}, (1, 2, 3, 4)),
+    "Concat": (op_concat, 1, 1 << 30, {"axis": ("i", REQUIRED)}, ()),
+    "Unsqueeze": (op_unsqueeze, 2, 2, {}, (1,)),
+    "Squeeze": (op_squeeze, 1, 2, {}, (1,)),
+    "Where": (op_where, 3, 3, {}, (0,)),
+}
+
+
+class Graph:
+    """A parsed ``model.graph``: constants (tensors; non-dyadic ones as (shape, Fractions), rounded per
+    precision) and nodes (op, function, input names, output names, attributes) in order."""
+
+    def __init__(self, inp, out):
+        self.input, self.output, self.consts, self.nodes, self.memo = inp, out, {}, [], {}
+
+    def constants(self, F):
+        if F not in self.memo:
+            self.memo = {F: {k: c if isinstance(c, T) else from_fracs(*c, F) for k, c in self.consts.items()}}
+        return self.memo[F]
+
+
+def _attr(rd, kind, v, path):
+    if kind == "i":
+        return integer(v, path)
+    if kind == "r":
+        return rd.rat(v, path)
+    return _str(v, path, kind) if isinstance(kind, tuple) else [integer(x, f"{path}[{j}]") for j, x in enumerate(_list(v, path))]
+
+
+def parse_graph(g, rd):
+    """Validate ``model.graph`` (``rd``: the schema's reader; values join its parameters); return
+    (Graph, measured model quantities)."""
+    P, tick = "model.graph", rd.budget.tick
+    _obj(g, P, ("input", "output", "constants", "nodes"))
+    G, width, counts = Graph(_str(g["input"], f"{P}.input"), _str(g["output"], f"{P}.output")), 0, {}
+    for name, c in _obj(g["constants"], f"{P}.constants", (), None).items():
+        p = f"{P}.constants.{name[:40]}"
+        key = "ints" if "ints" in _obj(c, p, ("shape",), ("values", "ints")) else "values"
+        if ("ints" in c) == ("values" in c):
+            bad(p, "needs exactly one of 'values' and 'ints'")
+        shape = tuple(integer(v, f"{p}.shape[{i}]", 0) for i, v in enumerate(_list(c["shape"], f"{p}.shape")))
+        xs, vals = _list(c[key], f"{p}.{key}", prod(shape)), []
+        for j in range(0, len(xs), 4096):
+            tick()
+            vals += [integer(v, f"{p}.ints[{j + i}]") for i, v in enumerate(xs[j:j + 4096])] if key == "ints" else \
+                rd.vec(xs[j:j + 4096], None, f"{p}.values[{j}:]", True)
+        t = T(shape, vals, ints=True) if key == "ints" else from_fracs(shape, vals, 0)
+        G.consts[name] = t if t.lo is t.hi else (shape, vals)
+        width = width if key == "ints" else max(width, shape[-1] if shape else 1)
+    defined = set(G.consts) | {G.input}
+    for i, nd in enumerate(_list(g["nodes"], f"{P}.nodes")):
+        p = f"{P}.nodes[{i}]"
+        tick()
+        op = _str(_obj(nd, p, ("op", "inputs", "outputs"), ("attrs",))["op"], f"{p}.op")
+        if op not in OPS:
+            bad(f"{p}.op", f"unsupported op {op[:40]!r} (docs/verify-format.md lists the ops)")
+        fn, least, most, spec, cpos = OPS[op]
+        ins = [_str(v, f"{p}.inputs[{k}]") for k, v in enumerate(_list(nd["inputs"], f"{p}.inputs"))]
+        if not least <= len(ins) <= most:
+            bad(f"{p}.inputs", f"{op} takes {least} to {most} inputs, got {len(ins)}")
+        for k, v in enumerate(ins):
+            if (v or k < least) and v not in defined:
+                bad(f"{p}.inputs[{k}]", f"{v[:40]!r} is used before it is defined" if v else "a required input is empty")
+            if v and k in cpos and not (isinstance(G.consts.get(v), T) and G.consts[v].ints):
+                bad(f"{p}.inputs[{k}]", f"{op} needs a constant of ints here, got {v[:40]!r}")
+        outs = [_str(v, f"{p}.outputs[{k}]") for k, v in enumerate(_list(nd["outputs"], f"{p}.outputs", nonempty=True))]
+        for k, v in enumerate(outs):
+            if v in defined or not v or (k and op != "Split"):
+                bad(f"{p}.outputs[{k}]", f"{v[:40]!r} is already defined" if v in defined else "not a new name")
+            defined.add(v)
+        given, a = _obj(nd.get("attrs", {}), f"{p}.attrs", (), tuple(spec)), {"_n": len(outs)}
+        for k, (kind, default) in spec.items():
+            a[k] = _attr(rd, kind, given[k], f"{p}.attrs.{k}") if k in given else default
+            if a[k] is REQUIRED:
+                bad(f"{p}.attrs", f"missing attribute {k!r}")
+        if op == "LayerNormalization" and a["axis"] != -1:
+            bad(f"{p}.attrs.axis", "LayerNormalization is supported over the last axis (-1) only")
+        if op == "Pow":
+            c = G.consts.get(ins[1])
+            vals = [] if c is None else [Fraction(v, 1 << c.s) for v in c.lo] if isinstance(c, T) else c[1]
+            k = vals[0] if len(vals) == 1 else None
+            if k is None or not (k == Fraction(1, 2) or (k.denominator == 1 and k >= 0)):
+                bad(f"{p}.inputs[1]", "Pow needs a constant exponent: an integer >= 0 or 1/2")
+            a["_k"] = k
+        if op == "Where" and not set(G.consts[ins[0]].lo) <= {0, 1}:
+            bad(f"{p}.inputs[0]", "the condition of Where must be a constant of 0/1 ints")
+        G.nodes.append((op, fn, ins, outs, a))
+        counts[op] = counts.get(op, 0) + 1
+    if G.output not in defined:
+        bad(f"{P}.output", f"{G.output[:40]!r} is not defined")
+    return G, {"width": width, "relu_depth": counts.get("Relu", 0) + counts.get("Gelu", 0),
+               "attention_layers": counts.get("Softmax", 0), "depth": counts.get("MatMul", 0) + counts.get("Gemm", 0)}
+
+
+def run_graph(G: Graph, x, tokens: bool, F: int, budget, position: str):
+    """The output scores of one example at precision F: ([(lo, hi) per read position], s)."""
+    env = dict(G.constants(F))
+    n = len(x)
+    env[G.input] = T((1, n), list(x), ints=True) if tokens else from_fracs((1, n, len(x[0])), [v for r in x for v in r], F)
+    cx = Cx(F, budget)
+    for i, (op, fn, ins, outs, a) in enumerate(G.nodes):
+        budget.tick()
+        try:
+            r = fn(cx, a, *[env[v] if v else None for v in ins])
+            r = r if isinstance(r, list) else [r]
+            need(len(r) == len(outs), f"{len(r)} outputs, the node names {len(outs)}")
+        except ShapeError as e:
+            raise MalformedCertificate(f"model.graph.nodes[{i}] ({op}): {e} (for an input of length {n})") from None
+        for name, t in zip(outs, r):
+            budget.value(max(map(int.bit_length, t.lo + ([] if t.hi is t.lo else t.hi)), default=0),
+                         f"a value of model.graph.nodes[{i}] ({op})")
+            env[name] = t
+    out = env[G.output]
+    sh = out.shape
+    if not (len(sh) in (2, 3) and sh[0] == 1 and sh[-1] > 0 and (len(sh) == 2 or sh[1] == n) and (len(sh) == 3 or position == "last")):
+        bad("model.graph.output", f"shape {list(sh)}: expected [1, {n}, C], or [1, C] with position 'last'")
+    C = sh[-1]
+    rows = range(n) if position == "all" else [len(out.lo) // C - 1]
+    return [(out.lo[r * C:(r + 1) * C], out.hi[r * C:(r + 1) * C]) for r in rows], out.s
