@@ -136,7 +136,7 @@ def test_a_definition_used_before_it_is_defined_is_malformed(minw_doc):
     m = copy.deepcopy(minw_doc)
     m["definitions"].insert(0, m["definitions"].pop(next(i for i, d in enumerate(m["definitions"])
                                                          if d["name"] == "nN")))
-    with pytest.raises(MalformedCertificate, match="not defined before"):
+    with pytest.raises(MalformedCertificate, match="defined before this point"):
         check_lower_bound(rehash(m), Budget())
 
 
@@ -151,7 +151,7 @@ def test_hash_mismatch_is_malformed(minw_doc):
     (lambda m: m["steps"][0].update(lhs=["exp", "1"]), "unknown operator"),
     (lambda m: m["steps"][0].update(proof="trust me"), "unknown field"),
     (lambda m: m.update(extra=1), "unknown field"),
-    (lambda m: m["steps"][0].update(rel="=<"), "expected one of"),
+    (lambda m: m["steps"][0].update(rel="=<"), "is not one of"),
     (lambda m: m["steps"][0].update(lhs=["log2", "1", "2"]), "takes 1 argument"),
     (lambda m: m["steps"][0].update(lhs=["^", "2", "x"]), "exponent"),
     (lambda m: m["steps"][0].update(lhs="1.5"), "neither a number"),

@@ -32,12 +32,16 @@ def point(x) -> Interval:
     return Interval(x, x)
 
 
+def bits(a: Interval) -> int:
+    """Bits of the largest numerator or denominator of the endpoints."""
+    return max(max(x.numerator.bit_length(), x.denominator.bit_length()) for x in a)
+
+
 def fit(lo: Fraction, hi: Fraction, p: int, budget) -> Interval:
     """[lo, hi] as a result: exact if lo == hi, else rounded outward to p bits; its size is
     charged to ``budget.value`` (``max_value_bits``) so no value grows without bound."""
     iv = Interval(lo, lo) if lo == hi else rounded(lo, hi, p)
-    for x in iv:
-        budget.value(max(x.numerator.bit_length(), x.denominator.bit_length()), "a value of an expression")
+    budget.value(bits(iv), "a value of an expression")
     return iv
 
 
@@ -50,9 +54,8 @@ def neg(a: Interval) -> Interval:
 
 
 def mul(a: Interval, b: Interval, p: int, budget) -> Interval:
-    """The product's extremes are among the four endpoint products."""
-    budget.value(sum(max(x.numerator.bit_length(), x.denominator.bit_length()) for x in (a.hi, b.hi)) +
-                 sum(max(x.numerator.bit_length(), x.denominator.bit_length()) for x in (a.lo, b.lo)), "a product")
+    """The product's extremes are among the four endpoint products (charged before they are formed)."""
+    budget.value(bits(a) + bits(b), "a product")
     ps = [x * y for x in a for y in b]
     return fit(min(ps), max(ps), p, budget)
 
@@ -67,21 +70,20 @@ def inv(a: Interval, p: int, budget) -> Interval:
 
 
 def ipow(a: Interval, k: int, p: int, budget) -> Interval:
-    """a^k for an integer k (the entry point): odd k is increasing; even k is |a|^k."""
+    """a^k for an integer k: x^k is increasing for odd k (and on x ≥ 0), |x|^k for even k; a^−k = 1/a^k."""
     if k < 0:
         return inv(ipow(a, -k, p, budget), p, budget)
-    m = _pow_nonneg(Interval(Fraction(0) if a.lo <= 0 <= a.hi else min(abs(a.lo), abs(a.hi)),
-                             max(abs(a.lo), abs(a.hi))), k, p, budget)
-    if k % 2 == 0 or a.lo >= 0:
-        return m
-    if a.hi <= 0:
-        return neg(m)
-    return Interval(-_pow_nonneg(point(-a.lo), k, p, budget).hi, _pow_nonneg(point(a.hi), k, p, budget).hi)
+    lo = _pow(a.lo, k, p, budget)
+    hi = lo if a.lo == a.hi else _pow(a.hi, k, p, budget)
+    if k % 2 or a.lo >= 0:
+        return Interval(lo.lo, hi.hi)
+    return Interval(hi.lo, lo.hi) if a.hi <= 0 else Interval(Fraction(0), max(lo.hi, hi.hi))
 
 
-def _pow_nonneg(a: Interval, k: int, p: int, budget) -> Interval:
-    """x^k for 0 ≤ a.lo ≤ x ≤ a.hi by repeated squaring, charged to the budget at every step."""
-    out, sq = point(1), a
+def _pow(x: Fraction, k: int, p: int, budget) -> Interval:
+    """x^k (k ≥ 0) by repeated squaring of |x| (x ↦ x², x·y are increasing on x, y ≥ 0, so the
+    outward-rounded steps enclose), charged to the budget at every step; the sign restored."""
+    out, sq, odd_negative = point(1), point(abs(x)), x < 0 and k % 2 == 1
     while k:
         budget.tick()
         if k & 1:
@@ -89,7 +91,7 @@ def _pow_nonneg(a: Interval, k: int, p: int, budget) -> Interval:
         k >>= 1
         if k:
             sq = mul(sq, sq, p, budget)
-    return out
+    return neg(out) if odd_negative else out
 
 
 def sqrt(a: Interval, p: int, budget) -> Interval:
@@ -197,11 +199,6 @@ def floor_of(a: Interval) -> int:
     return f
 
 
-def ceil_of(a: Interval) -> int:
-    """⌈x⌉ = −⌊−x⌋."""
-    return -floor_of(neg(a))
-
-
 def binom(a: Interval, k: Interval, budget) -> Interval:
     """C(n, k) of exact integers 0 ≤ k ≤ n (``math.comb``); C(n, k) ≤ n^min(k, n−k) is charged first."""
     n, k = exact_int(a, "binom"), exact_int(k, "binom")
@@ -249,7 +246,6 @@ def em_sum(al: Fraction, be: Fraction, ga: Fraction, de: Fraction, a: int, b: in
         return point(0)
     if ga <= 0 or ga * a + de <= 0:
         raise DomainError("em_sum needs γ > 0 and γa + δ > 0")
-    budget.value(max(abs(a), abs(b)).bit_length() * 4 + 64, "em_sum bounds")
     t = max(32, p // 8) - de / ga
     c = max(a, -((-t.numerator) // t.denominator))
     tot = point(0)
