@@ -15,6 +15,7 @@ from fractions import Fraction
 from functools import lru_cache
 from math import prod
 from operator import add, mul, sub
+from types import SimpleNamespace
 
 from .evaluate import Undecided
 from .functions import cdiv, erf_fx, exp_fx, phi_fx, sigmoid_fx, sqrt_fx, tanh_fx
@@ -40,13 +41,6 @@ class ShapeError(Exception):
 def need(ok, msg: str):
     if not ok:
         raise ShapeError(msg)
-
-
-class Cx:
-    """One evaluation: precision F and the budget."""
-
-    def __init__(self, F, budget):
-        self.F, self.budget, self.tick = F, budget, budget.tick
 
 
 def from_fracs(shape, xs, F):
@@ -180,13 +174,11 @@ def op_div(cx, a, x, y):
 
 
 def op_neg(cx, a, x):
-    lo = [-v for v in x.hi]
-    return T(x.shape, lo, lo if x.lo is x.hi else [-v for v in x.lo], x.s)
+    return fit(x.shape, [-v for v in x.hi], [-v for v in x.lo], x.s, x.s)
 
 
 def op_relu(cx, a, x):
-    lo = [v if v > 0 else 0 for v in x.lo]
-    return T(x.shape, lo, lo if x.lo is x.hi else [v if v > 0 else 0 for v in x.hi], x.s)
+    return fit(x.shape, [v if v > 0 else 0 for v in x.lo], [v if v > 0 else 0 for v in x.hi], x.s, x.s)
 
 
 def monotone(f, domain=None):
@@ -535,7 +527,7 @@ def run_graph(G: Graph, x, tokens: bool, F: int, budget, position: str):
     env = dict(G.constants(F))
     n = len(x)
     env[G.input] = T((1, n), list(x), ints=True) if tokens else from_fracs((1, n, len(x[0])), [v for r in x for v in r], F)
-    cx = Cx(F, budget)
+    cx = SimpleNamespace(F=F, budget=budget, tick=budget.tick)  # one evaluation: precision and budget
     for i, (op, fn, ins, outs, a) in enumerate(G.nodes):
         budget.tick()
         try:
