@@ -14,6 +14,7 @@ Library surface (imported lazily, so ``import exactmem`` stays fast)::
     print(em.inspect(net))                         # layers, stages, parameters, bits
     em.certify(net)                                # the independent checker's verdict
     em.export.save(net, "net.npz", dtype="float32")    # weights rounded to a float dtype, rounding reported
+    em.verify("model.onnx", inputs, labels, out="certs")  # which examples a trained network memorizes
 
 Constructions: ``em.kajitsuka``, ``em.vardi``, ``em.mahdavi``, ``em.dana``; lower bounds:
 ``em.bounds``; weights and data in and out: ``em.export``, ``em.importer``.
@@ -44,6 +45,7 @@ _LAZY = {
     "certify": ("exactmem.api", "certify"),
     "inspect": ("exactmem.inspect_model", "inspect"),
     "measure": ("exactmem.model.measure", "measure"),
+    "verify": ("exactmem.verify", "verify"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

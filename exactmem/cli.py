@@ -1,4 +1,4 @@
-"""Command line: ``python -m exactmem {certify,check,inspect,bounds,sweep,report} ...`` (see ``docs/cli.md``).
+"""Command line: ``python -m exactmem {certify,check,verify,inspect,bounds,sweep,report} ...`` (see ``docs/cli.md``).
 
 Exit codes: 0 certified; 1 refuted (or a claim fails); 2 unknown; 3 bad input (a clear
 message naming the problem, never a traceback); 130 interrupted.
@@ -66,6 +66,34 @@ def _cmd_check(args) -> int:
     from .certificate.command import main as check_main
 
     return check_main(args.argv_rest)
+
+
+def _cmd_verify(args) -> int:
+    """``verify MODEL.onnx --data DATA.npz``: exit 0 when the certificate was written (whatever the
+    counts), 3 for bad input (one line; ``--debug`` shows the traceback)."""
+    from .verify.run import VerifyInputError, verify
+
+    try:
+        res = verify(args.model, data=args.data, position=args.position, decode=args.decode, out=args.out,
+                     workers=args.workers, quiet=args.quiet or args.json, max_precision=args.max_precision)
+    except (VerifyInputError, OSError) as e:
+        if args.debug:
+            raise
+        print(f"exactmem: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.json:
+        print(json.dumps(res.to_json()))
+        return EXIT_OK
+    if res.differences:
+        print("row  certified  float argmax = label  bits  margin (label score - nearest other)")
+        for d in res.differences[:50]:
+            f = "n/a" if d["float_argmax_is_label"] is None else ("yes" if d["float_argmax_is_label"] else "no")
+            print(f"{d['row']:>4}  {d['verdict']:<9}  {f:<20}  {d['bits']:>4}  {d['margin']}")
+        if len(res.differences) > 50:
+            print(f"... {len(res.differences) - 50} more (see --json)")
+    print(res.summary())
+    print(f"certificate: {res.certificate}  (check it: python -m exactmem check {res.certificate})")
+    return EXIT_OK
 
 
 def _cmd_inspect(args) -> int:
@@ -207,6 +235,20 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check", help="independently re-check a certificate file, within the verifier's limits")
     add_check_arguments(k)
     k.set_defaults(fn=_cmd_check)
+
+    v = sub.add_parser("verify", help="certify which examples a trained ONNX network memorizes (docs/verify.md)")
+    v.add_argument("model", help="ONNX file (e.g. written by torch.onnx.export)")
+    v.add_argument("--data", required=True, help=".npz with inputs (N x n token ids or N x n x d floats) and labels")
+    v.add_argument("--position", choices=("last", "all"), default="last",
+                   help="read the last position's scores (labels N) or every position's (labels N x n)")
+    v.add_argument("--decode", choices=("argmax",), default="argmax", help="how scores become a class (argmax)")
+    v.add_argument("--out", default="certificates", help="directory for the certificate (default: certificates)")
+    v.add_argument("--workers", type=int, default=1, help="evaluate examples in N processes (default 1)")
+    v.add_argument("--max-precision", type=int, default=4096, help="top of the ball precision ladder in bits")
+    v.add_argument("--json", action="store_true", help="print one JSON object")
+    v.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    v.add_argument("--debug", action="store_true", help="show Python tracebacks for bad input")
+    v.set_defaults(fn=_cmd_verify)
 
     i = sub.add_parser("inspect", help="print a summary of the model in a certificate")
     i.add_argument("cert")

@@ -1,0 +1,314 @@
+"""The op table of ``docs/verify-format.md``, once, over NumPy object arrays.
+
+Each table op is one small function ``op(K, inputs, attrs) -> list of arrays``. The element
+type is whatever the *backend* ``K`` computes with: :class:`ExactBackend` (Fractions; the
+importer folds constant sub-graphs with it and refuses irrational steps) or the ball backend
+of :mod:`exactmem.verify.evaluate` (python-flint ``arb``). Structural ops (Reshape, Transpose,
+Gather, …) are the same for every element type; arithmetic goes through the elements' own
+operators; irrational functions (exp, tanh, erf, √) through ``K``.
+
+``attrs`` are the node's attributes already parsed: ints, lists of ints, Fractions for the
+rational attributes (``alpha``, ``beta``, ``epsilon``), strings for ``approximate``.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Callable, Dict, List, Sequence
+
+import numpy as np
+
+__all__ = ["OPS", "NotExact", "ExactBackend", "slice_array", "reshape_target", "OpError"]
+
+
+class NotExact(Exception):
+    """An irrational step asked of the exact backend (the importer keeps such a node)."""
+
+
+class OpError(ValueError):
+    """An op cannot run on these inputs (shapes, indices, attributes); the message says why."""
+
+
+class ExactBackend:
+    """Fraction arithmetic: what the importer may fold. Irrational functions raise NotExact."""
+
+    def num(self, q: Fraction):
+        return Fraction(q)
+
+    def matmul(self, a, b):
+        return np.matmul(a, b)
+
+    def _irrational(self, name):
+        raise NotExact(name)
+
+    def exp(self, x):
+        self._irrational("Exp")
+
+    def tanh(self, x):
+        self._irrational("Tanh")
+
+    def erf(self, x):
+        self._irrational("Erf")
+
+    def sqrt(self, x):
+        self._irrational("Sqrt")
+
+    def softmax(self, x, axis):
+        self._irrational("Softmax")
+
+    def recip(self, x):
+        if any(v == 0 for v in np.asarray(x).reshape(-1)):
+            raise OpError("division by zero")
+        return 1 / x
+
+
+def _axis(axis: int, rank: int) -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise OpError(f"axis {axis} out of range for rank {rank}")
+    return axis % rank if rank else 0
+
+
+def _ints(a) -> List[int]:
+    return [int(v) for v in np.asarray(a).reshape(-1)]
+
+
+def _obj(a):
+    a = np.asarray(a)
+    return a if a.dtype == object else a.astype(object)
+
+
+# ----------------------------------------------------------------------------- structural
+
+def gather(K, xs, at):
+    data, idx = xs
+    axis = _axis(at.get("axis", 0), data.ndim)
+    idx = np.asarray(idx).astype(np.int64)
+    dim = data.shape[axis]
+    if idx.size and (idx.min() < -dim or idx.max() >= dim):
+        raise OpError(f"index out of range [{-dim}, {dim}) on axis {axis}")
+    return [np.take(data, np.where(idx < 0, idx + dim, idx), axis=axis)]
+
+
+def reshape_target(shape_in: Sequence[int], target: Sequence[int]) -> List[int]:
+    out = [shape_in[i] if t == 0 else t for i, t in enumerate(target)]
+    if out.count(-1) > 1:
+        raise OpError("Reshape: more than one -1")
+    size = int(np.prod(shape_in, dtype=np.int64))
+    if -1 in out:
+        rest = int(np.prod([t for t in out if t != -1], dtype=np.int64))
+        if rest == 0 or size % rest:
+            raise OpError(f"Reshape: cannot infer -1 from {list(shape_in)} to {list(target)}")
+        out[out.index(-1)] = size // rest
+    if int(np.prod(out, dtype=np.int64)) != size:
+        raise OpError(f"Reshape: {list(shape_in)} has {size} entries, {list(target)} does not")
+    return out
+
+
+def reshape(K, xs, at):
+    return [np.reshape(xs[0], reshape_target(xs[0].shape, _ints(xs[1])))]
+
+
+def transpose(K, xs, at):
+    perm = at.get("perm") or list(range(xs[0].ndim))[::-1]
+    return [np.transpose(xs[0], perm)]
+
+
+def split(K, xs, at):
+    x = xs[0]
+    axis = _axis(at.get("axis", 0), x.ndim)
+    sizes = _ints(xs[1])
+    if sum(sizes) != x.shape[axis] or min(sizes, default=0) < 0:
+        raise OpError(f"Split: sizes {sizes} do not add up to {x.shape[axis]}")
+    cuts = np.cumsum(sizes)[:-1]
+    return list(np.split(x, cuts, axis=axis))
+
+
+def slice_array(x, starts, ends, axes=None, steps=None):
+    """ONNX Slice on a NumPy array (clamping as the operator's definition says)."""
+    axes = list(range(len(starts))) if axes is None else axes
+    steps = [1] * len(starts) if steps is None else steps
+    index = [slice(None)] * x.ndim
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        a = _axis(a, x.ndim)
+        d = x.shape[a]
+        if st == 0:
+            raise OpError("Slice: step 0")
+        s = s + d if s < 0 else s
+        e = e + d if e < 0 else e
+        if st > 0:
+            s, e = min(max(s, 0), d), min(max(e, 0), d)
+        else:
+            s, e = min(max(s, 0), d - 1), min(max(e, -1), d - 1)
+        index[a] = slice(s, None if e < 0 else e, st)
+    return x[tuple(index)]
+
+
+def slice_(K, xs, at):
+    args = [_ints(v) if v is not None else None for v in xs[1:]] + [None] * (5 - len(xs))
+    return [slice_array(xs[0], args[0], args[1], args[2], args[3])]
+
+
+def concat(K, xs, at):
+    return [np.concatenate(xs, axis=_axis(at["axis"], xs[0].ndim))]
+
+
+def unsqueeze(K, xs, at):
+    x = xs[0]
+    rank = x.ndim + len(_ints(xs[1]))
+    axes = sorted(_axis(a, rank) for a in _ints(xs[1]))
+    for a in axes:
+        x = np.expand_dims(x, a)
+    return [x]
+
+
+def squeeze(K, xs, at):
+    x = xs[0]
+    axes = [i for i, d in enumerate(x.shape) if d == 1] if len(xs) < 2 or xs[1] is None else \
+        [_axis(a, x.ndim) for a in _ints(xs[1])]
+    if any(x.shape[a] != 1 for a in axes):
+        raise OpError(f"Squeeze: an axis of {list(axes)} is not 1 in {list(x.shape)}")
+    return [np.squeeze(x, axis=tuple(axes))]
+
+
+def where(K, xs, at):
+    return [np.where(np.asarray(xs[0]).astype(bool), xs[1], xs[2])]
+
+
+def identity(K, xs, at):
+    return [xs[0]]
+
+
+# ----------------------------------------------------------------------------- arithmetic
+
+def _binary(f):
+    return lambda K, xs, at: [_obj(f(_obj(xs[0]), _obj(xs[1])))]
+
+
+def div(K, xs, at):
+    return [_obj(xs[0]) * K.recip(_obj(xs[1]))]
+
+
+def matmul(K, xs, at):
+    a, b = _obj(xs[0]), _obj(xs[1])
+    if a.ndim == 0 or b.ndim == 0:
+        raise OpError("MatMul of a scalar")
+    return [K.matmul(a, b)]
+
+
+def gemm(K, xs, at):
+    a, b = _obj(xs[0]), _obj(xs[1])
+    if a.ndim != 2 or b.ndim != 2:
+        raise OpError("Gemm needs 2-d A and B")
+    a = a.T if at.get("transA", 0) else a
+    b = b.T if at.get("transB", 0) else b
+    y = K.matmul(a, b)
+    alpha, beta = at.get("alpha", Fraction(1)), at.get("beta", Fraction(1))
+    if alpha != 1:
+        y = y * K.num(alpha)
+    if len(xs) > 2 and xs[2] is not None:
+        c = _obj(xs[2])
+        y = y + (c if beta == 1 else c * K.num(beta))
+    return [y]
+
+
+def neg(K, xs, at):
+    return [-_obj(xs[0])]
+
+
+def relu(K, xs, at):
+    x = _obj(xs[0])
+    zero = K.num(Fraction(0))
+    f = getattr(K, "relu", None)
+    return [f(x) if f else np.vectorize(lambda v: v if v > 0 else zero, otypes=[object])(x)]
+
+
+def reciprocal(K, xs, at):
+    return [K.recip(_obj(xs[0]))]
+
+
+def pow_(K, xs, at):
+    y = np.asarray(xs[1]).reshape(-1)
+    if y.size != 1:
+        raise OpError("Pow: the exponent must be a scalar constant")
+    y = Fraction(y[0])
+    x = _obj(xs[0])
+    if y == Fraction(1, 2):
+        return [K.sqrt(x)]
+    if y.denominator != 1 or y < 0:
+        raise OpError(f"Pow: exponent {y} (an integer >= 0 or 1/2 only)")
+    k = int(y)
+    if k == 0:
+        return [np.full(x.shape, K.num(Fraction(1)), dtype=object)]
+    out = x
+    for _ in range(k - 1):
+        out = out * x
+    return [out]
+
+
+def _unary(name):
+    return lambda K, xs, at: [getattr(K, name)(_obj(xs[0]))]
+
+
+def sigmoid(K, xs, at):
+    one = K.num(Fraction(1))
+    return [K.recip(one + K.exp(-_obj(xs[0])))]
+
+
+def gelu(K, xs, at):
+    x = _obj(xs[0])
+    one, half = K.num(Fraction(1)), K.num(Fraction(1, 2))
+    if at.get("approximate", "none") == "tanh":
+        c = K.sqrt(np.array(K.num(Fraction(2)), dtype=object) * K.recip(np.array(K.pi(), dtype=object)))
+        inner = (x + K.num(Fraction(44715, 1000000)) * x * x * x) * c
+        return [half * x * (one + K.tanh(inner))]
+    r2 = K.sqrt(np.array(K.num(Fraction(2)), dtype=object))
+    return [half * x * (one + K.erf(x * K.recip(r2)))]
+
+
+def softmax(K, xs, at):
+    x = _obj(xs[0])
+    return [K.softmax(x, _axis(at.get("axis", -1), x.ndim))]
+
+
+def _mean(K, x, axes, keep=True):
+    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64)) if axes else 1
+    s = np.sum(x, axis=tuple(axes), keepdims=keep)
+    return _obj(s) * K.num(Fraction(1, count))
+
+
+def reduce_mean(K, xs, at):
+    x = _obj(xs[0])
+    axes = _ints(xs[1]) if len(xs) > 1 and xs[1] is not None else []
+    axes = [_axis(a, x.ndim) for a in axes] or list(range(x.ndim))
+    return [_mean(K, x, sorted(set(axes)), bool(at.get("keepdims", 1)))]
+
+
+def layer_norm(K, xs, at):
+    x = _obj(xs[0])
+    if at.get("axis", -1) not in (-1, x.ndim - 1):
+        raise OpError("LayerNormalization: axis -1 only")
+    ax = [x.ndim - 1]
+    xc = x - _mean(K, x, ax)
+    var = _mean(K, xc * xc, ax)
+    y = xc * K.recip(K.sqrt(var + K.num(at.get("epsilon", Fraction(1, 100000)))))
+    y = y * _obj(xs[1])
+    if len(xs) > 2 and xs[2] is not None:
+        y = y + _obj(xs[2])
+    return [y]
+
+
+OPS: Dict[str, Callable] = {
+    "Gather": gather, "MatMul": matmul, "Gemm": gemm,
+    "Add": _binary(lambda a, b: a + b), "Sub": _binary(lambda a, b: a - b), "Mul": _binary(lambda a, b: a * b),
+    "Div": div, "Neg": neg, "Relu": relu, "Sqrt": _unary("sqrt"), "Reciprocal": reciprocal,
+    "Exp": _unary("exp"), "Tanh": _unary("tanh"), "Sigmoid": sigmoid, "Erf": _unary("erf"), "Pow": pow_,
+    "Gelu": gelu, "Softmax": softmax, "LayerNormalization": layer_norm, "ReduceMean": reduce_mean,
+    "Reshape": reshape, "Transpose": transpose, "Split": split, "Slice": slice_, "Concat": concat,
+    "Unsqueeze": unsqueeze, "Squeeze": squeeze, "Where": where, "Identity": identity,
+}
+
+# the attributes each op may carry in the lowered graph, and how to parse them from JSON
+ATTRS = {"Gather": {"axis": int}, "Gemm": {"alpha": Fraction, "beta": Fraction, "transA": int, "transB": int},
+         "Gelu": {"approximate": str}, "Softmax": {"axis": int},
+         "LayerNormalization": {"axis": int, "epsilon": Fraction}, "ReduceMean": {"keepdims": int},
+         "Transpose": {"perm": list}, "Split": {"axis": int}, "Concat": {"axis": int}}

@@ -1,0 +1,269 @@
+"""``verify``: which examples does a trained network really memorize? (``docs/verify.md``)
+
+ONNX model (or a ``torch.nn.Module``, exported in-process) + examples → lowered graph →
+ball-arithmetic verdict per distinct example (:mod:`exactmem.verify.evaluate`) → a
+certificate the kernel re-derives (``docs/verify-format.md``), plus onnxruntime's float count
+when onnxruntime is installed, and the examples where float and certified verdicts differ.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from .data import Examples, examples
+from .evaluate import PRECISIONS, Program, judge
+from .onnx_import import VerifyInputError, load_onnx, lower
+
+__all__ = ["verify", "VerifyResult", "export_torch", "VerifyInputError"]
+
+
+@dataclass
+class VerifyResult:
+    certified: int
+    refuted: int
+    unknown: int
+    n_distinct: int
+    n_rows: int
+    float_count: Optional[int]
+    certificate: Optional[str]
+    verdicts: List[str]  # per row: "pass" | "fail" | "unknown"
+    bits: List[int]  # per row: the precision that decided it
+    differences: List[Dict[str, Any]]  # rows where float and certified verdicts differ (or unknown)
+    n_params: int
+    seconds: Dict[str, float] = field(default_factory=dict)
+    doc: Optional[Dict[str, Any]] = None
+
+    def summary(self) -> str:
+        fc = "n/a (no onnxruntime)" if self.float_count is None else str(self.float_count)
+        return (f"certified {self.certified}, refuted {self.refuted}, unknown {self.unknown} of {self.n_distinct} "
+                f"distinct examples ({self.n_rows} rows); float count {fc}")
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"certified": self.certified, "refuted": self.refuted, "unknown": self.unknown,
+                "n_distinct": self.n_distinct, "n_rows": self.n_rows, "float_count": self.float_count,
+                "certificate": self.certificate, "n_params": self.n_params, "differences": self.differences,
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
+
+
+def export_torch(module, example: np.ndarray, quiet: bool = True):
+    """A ``torch.nn.Module`` as an ONNX ModelProto (``torch.onnx.export(..., dynamo=True)``) for
+    inputs shaped like ``example`` ([1, n] ids or [1, n, d] floats); a forward that returns a
+    dict or a ``ModelOutput`` is read at ``logits``, a tuple at its first item."""
+    try:
+        import torch
+    except ImportError:
+        raise VerifyInputError("a torch.nn.Module needs PyTorch installed (or pass an ONNX file)") from None
+
+    class _Logits(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x):
+            out = self.inner(x)
+            if hasattr(out, "logits"):
+                return out.logits
+            if isinstance(out, dict):
+                return out["logits"]
+            if isinstance(out, (tuple, list)):
+                return out[0]
+            return out
+
+    was_training = module.training
+    module.eval()
+    x = torch.from_numpy(np.ascontiguousarray(example))
+    if x.dtype == torch.float64:
+        x = x.float()
+    sink = io.StringIO() if quiet else sys.stderr
+    try:
+        with torch.no_grad(), contextlib.redirect_stdout(sink):
+            prog = torch.onnx.export(_Logits(module).eval(), (x,), dynamo=True, verbose=False)
+    except Exception as e:
+        raise VerifyInputError(f"torch.onnx.export failed: {' '.join(str(e).split())[:300]}") from None
+    finally:
+        module.train(was_training)
+    return prog.model_proto
+
+
+def _float_argmax(model_bytes: bytes, ex: Examples, rows: List[int]) -> Optional[Dict[int, bool]]:
+    """Per row: does onnxruntime's float argmax equal the label? None without onnxruntime."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    sess = ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
+    inp = sess.get_inputs()[0]
+    dtype = np.float32 if ex.kind == "vectors" and "float)" in inp.type and "double" not in inp.type else None
+    out = {}
+    for i in rows:
+        x = ex.raw[i:i + 1]
+        if ex.kind == "tokens":
+            x = x.astype(np.int64 if "int64" in inp.type else np.int32)
+        elif dtype is not None:
+            x = x.astype(dtype)
+        y = np.asarray(sess.run(None, {inp.name: x})[0])
+        lab = ex.labels[i]
+        if ex.position == "last":
+            row = y[0, -1] if y.ndim == 3 else y[0]
+            out[i] = int(np.argmax(row)) == int(lab)
+        else:
+            out[i] = all(int(np.argmax(y[0, p])) == int(lab[p]) for p in range(y.shape[1]))
+    return out
+
+
+_PROG: Optional[Program] = None
+_BACKENDS: Dict[int, Any] = {}
+
+
+def _init_worker(model_json):
+    global _PROG, _BACKENDS
+    _PROG, _BACKENDS = Program(model_json), {}
+
+
+def _judge_batch(batch, precisions):
+    return [(i, judge(_PROG, x, lab, precisions, _BACKENDS)) for i, x, lab in batch]
+
+
+def _ladder(max_precision: int):
+    ps = [p for p in PRECISIONS if p <= max_precision]
+    return ps if ps and ps[-1] == max_precision else ps + [max_precision]
+
+
+def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, position: str = "last",
+           decode: str = "argmax", out: Optional[str] = None, workers: int = 1, quiet: bool = True,
+           max_precision: int = 4096, float_count: bool = True, name: Optional[str] = None) -> VerifyResult:
+    """Certify, example by example, what ``model`` memorizes (see the module docstring).
+
+    ``model``: an ONNX path, a ``ModelProto`` or a ``torch.nn.Module``. ``inputs``: N×n token ids
+    or N×n×d float vectors (taken exactly); ``labels``: N class indices (``position="last"``) or
+    N×n (``"all"``); or ``data=`` a ``.npz`` with both. ``out``: directory for the certificate
+    (none written when None). Raises :class:`VerifyInputError` (one line) on bad input."""
+    from ..progress import Progress
+
+    t0 = time.perf_counter()
+    if decode != "argmax":
+        raise VerifyInputError(f"--decode must be argmax, not {decode!r}")
+    if workers < 1:
+        raise VerifyInputError("--workers must be at least 1")
+    if max_precision < 64:
+        raise VerifyInputError("--max-precision must be at least 64 bits")
+    if data is not None:
+        from .data import load_npz
+
+        inputs, labels = load_npz(data)
+    if inputs is None or labels is None:
+        raise VerifyInputError("give inputs and labels (or data=PATH.npz)")
+    ex = examples(inputs, labels, position)
+    if hasattr(model, "state_dict") and hasattr(model, "forward"):
+        mp = export_torch(model, ex.raw[:1], quiet=quiet)
+        name = name or type(model).__name__
+    else:
+        name = name or (os.path.splitext(os.path.basename(str(model)))[0] if isinstance(model, (str, os.PathLike))
+                        else "model")
+        mp = model
+    mp = load_onnx(mp)
+    lowered = lower(mp, ex.n, ex.dim)
+    C = lowered.n_classes
+    if position == "all" and len(lowered.out_shape) != 3:
+        raise VerifyInputError(f"position all needs a [1, n, C] output; the model gives {list(lowered.out_shape)}")
+    if int(ex.labels.max()) >= C:
+        raise VerifyInputError(f"label {int(ex.labels.max())} is outside the model's {C} classes")
+    if ex.kind == "tokens" and int(ex.raw.max()) >= lowered.vocab:
+        raise VerifyInputError(f"token id {int(ex.raw.max())} is outside the vocabulary [0, {lowered.vocab})")
+    model_json = lowered.model_json(position, decode)
+    t_lower = time.perf_counter()
+
+    # distinct (input, label) pairs: each is evaluated once
+    first: Dict[Any, int] = {}
+    by_input: Dict[bytes, int] = {}
+    conflicts = 0
+    for i in range(ex.N):
+        k = ex.key(i)
+        lab = ex.label_json(i)
+        pair = (k, str(lab))
+        if pair not in first:
+            first[pair] = i
+            if k in by_input:
+                conflicts += 1
+            by_input.setdefault(k, i)
+    if conflicts and not quiet:
+        print(f"exactmem: warning: {conflicts} rows repeat an input with another label (the kernel refutes such "
+              "a certificate: no function memorizes both)", file=sys.stderr)
+    todo = [(i, ex.bound(i), ex.labels[i]) for i in sorted(first.values())]
+    ladder = _ladder(max_precision)
+    results: Dict[int, Any] = {}
+    with Progress(total=len(todo), desc="verify", unit="example", quiet=quiet) as bar:
+        bar.stage("evaluate", f"verify: {len(todo)} distinct examples, {workers} worker(s)")
+        if workers == 1:
+            _init_worker(model_json)
+            for item in todo:
+                (i, v), = _judge_batch([item], ladder)
+                results[i] = v
+                bar.update(1)
+        else:
+            import multiprocessing as mp_
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            size = max(1, min(64, len(todo) // (workers * 8) or 1))
+            batches = [todo[k:k + size] for k in range(0, len(todo), size)]
+            ctx = mp_.get_context("fork") if "fork" in mp_.get_all_start_methods() else None
+            with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
+                                     initargs=(model_json,)) as pool:
+                futs = [pool.submit(_judge_batch, b, ladder) for b in batches]
+                for f in as_completed(futs):
+                    for i, v in f.result():
+                        results[i] = v
+                    bar.update(len(f.result()))
+    t_eval = time.perf_counter()
+
+    row_verdict, row_bits = [], []
+    for i in range(ex.N):
+        j = first[(ex.key(i), str(ex.label_json(i)))]
+        row_verdict.append(results[j][0])
+        row_bits.append(results[j][1])
+    status: Dict[bytes, str] = {}
+    for i in range(ex.N):
+        k = ex.key(i)
+        v = row_verdict[i]
+        if status.get(k) != "pass":
+            status[k] = v if status.get(k) in (None, "unknown") or v == "pass" else status[k]
+    counts = {"pass": sum(v == "pass" for v in status.values()), "fail": sum(v == "fail" for v in status.values()),
+              "unknown": sum(v == "unknown" for v in status.values()), "rows": ex.N, "distinct": len(status)}
+
+    fl = _float_argmax(mp.SerializeToString(), ex, sorted(by_input.values())) if float_count else None
+    t_float = time.perf_counter()
+    differences = []
+    for i in sorted(by_input.values()):
+        f_ok = None if fl is None else fl[i]
+        v = results[first[(ex.key(i), str(ex.label_json(i)))]]
+        if v[0] == "unknown" or (f_ok is not None and f_ok != (v[0] == "pass")):
+            differences.append({"row": i, "verdict": v[0], "float_argmax_is_label": f_ok, "bits": v[1],
+                                "margin": v[2]})
+    n_params = sum(len(c["values"]) for c in model_json["graph"]["constants"].values() if "values" in c)
+    res = VerifyResult(counts["pass"], counts["fail"], counts["unknown"], counts["distinct"], ex.N,
+                       None if fl is None else sum(fl.values()), None, row_verdict, row_bits, differences, n_params)
+    from .certificate import build
+
+    meta = {"producer": "exactmem verify", "float_count": res.float_count, "differences": differences,
+            "source_ops": lowered.source_ops, "bits": row_bits}
+    res.doc = build(model_json, [ex.input_json(i) for i in range(ex.N)], [ex.label_json(i) for i in range(ex.N)],
+                    row_verdict, counts, name, max_precision, meta)
+    if out is not None:
+        from ..certificate.writer import write_certificate
+
+        path = os.path.join(out, f"{name}.verify.json")
+        res.certificate = write_certificate(res.doc, path, chunk_examples=12500 if ex.N > 50000 else None)
+    t_end = time.perf_counter()
+    res.seconds = {"lower": t_lower - t0, "evaluate": t_eval - t_lower, "float": t_float - t_eval,
+                   "write": t_end - t_float, "total": t_end - t0}
+    return res
