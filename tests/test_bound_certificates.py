@@ -319,3 +319,22 @@ def test_1e300_minw_answers_with_a_certified_certificate(tmp_path):
                         "--certificate", str(p)], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert check_lower_bound(json.loads(p.read_text()), Budget()).status == "CERTIFIED"
+
+
+def test_dana_certificates_for_proposition1_and_theorem2(tmp_path, capsys):
+    """bounds run proofs/dana.py --certificate: Prop. 1's minor and Theorem 2's C and vacuity are
+    kernel-checked; the KL steps (exp, the root λ(t)) and Theorems 1 and 3 are producer-checked."""
+    assert main(["bounds", "run", str(ROOT / "proofs" / "dana.py"), "--only", "proposition1",
+                 "--certificate", str(tmp_path)]) == 0
+    assert main(["bounds", "run", str(ROOT / "proofs" / "dana.py"), "--only", "theorem2", "--certificate",
+                 str(tmp_path)]) == 0
+    files = sorted(tmp_path.glob("*.json"))
+    assert len(files) == 3
+    for f in files:
+        doc = json.loads(f.read_text())
+        assert check_lower_bound(doc, Budget()).status == "CERTIFIED"
+    prop1 = json.loads(next(f for f in files if "proposition1" in f.name).read_text())
+    m = copy.deepcopy(prop1)
+    k = next(i for i, d in enumerate(m["definitions"]) if d["name"] == "det")
+    m["definitions"][k]["expr"] = "0"  # a zero minor proves nothing
+    assert check_lower_bound(rehash(m), Budget()).status == "REFUTED"

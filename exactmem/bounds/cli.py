@@ -349,7 +349,11 @@ def _run(args) -> int:
                 print(f"  {row.theorem} [{row.instance}]: {'ok' if row.ok else 'FAILED'} ({row.seconds:.2f} s)",
                       file=sys.stderr)
 
-        rows = run_bounds_file(args.file, args.size, args.only, on_row=show, certificate_dir=args.certificate)
+        builders = None
+        if args.certificate:
+            from .dana_certificates import BUILDERS as builders
+        rows = run_bounds_file(args.file, args.size, args.only, on_row=show, certificate_dir=args.certificate,
+                               builders=builders)
         if not rows:
             raise BoundsInputError(f"{args.file} has no instances for --size {args.size}"
                                    + (f" matching --only {args.only!r}" if args.only else ""))

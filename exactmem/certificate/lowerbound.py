@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from importlib import import_module
 
 from . import elementary as el
 from .limits import DEFAULT_MAX_PRECISION, LimitExceeded
@@ -192,8 +193,9 @@ def _definitions(defs, p: int, budget) -> dict:
 
 def check_lower_bound(doc: dict, budget):
     """Check a lower-bound certificate within ``budget``: a :class:`~.checker.Verdict`
-    (MalformedCertificate if the document is invalid)."""
-    from .checker import Verdict
+    (MalformedCertificate if the document is invalid). ``checker.check_certificate`` dispatches
+    here, so its Verdict class is taken at run time (a static import back would be a cycle)."""
+    Verdict = import_module(".checker", __package__).Verdict
 
     cert = parse_lower_bound(doc, budget)
     pending, p, why = cert["steps"], START_PRECISION, {}
