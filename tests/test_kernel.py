@@ -25,11 +25,11 @@ CERT_DIR = ROOT / "exactmem" / "certificate"
 # What each kind of verdict rests on: the kernel files whose code runs when a certificate of that kind
 # is checked (test_each_verdict_runs_only_its_trusted_base traces it); docs/certificate.md states them.
 BASES = {
-    "layer-model": ("text.py", "limits.py", "linear.py", "schema.py", "rational_interval.py", "evaluate.py", "checker.py",
+    "layer-model": ("text.py", "limits.py", "fields.py", "linear.py", "schema.py", "rational_interval.py", "evaluate.py", "checker.py",
                "facts.py"),
-    "graph-model": ("text.py", "limits.py", "schema.py", "rational_interval.py", "checker.py", "facts.py", "graph.py",
+    "graph-model": ("text.py", "limits.py", "fields.py", "schema.py", "rational_interval.py", "checker.py", "facts.py", "graph.py",
               "functions.py"),
-    "lower-bound": ("text.py", "limits.py", "schema.py", "rational_interval.py", "checker.py", "elementary.py",
+    "lower-bound": ("text.py", "limits.py", "fields.py", "schema.py", "rational_interval.py", "checker.py", "elementary.py",
                     "lowerbound.py"),
 }
 KERNEL = tuple(dict.fromkeys(f for files in BASES.values() for f in files))  # every kernel file, once

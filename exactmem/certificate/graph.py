@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 from .evaluate import Undecided
 from .functions import cdiv, erf_fx, exp_fx, phi_fx, sigmoid_fx, sqrt_fx, tanh_fx
-from .schema import MalformedCertificate, _list, _obj, _str, bad, integer
+from .fields import MalformedCertificate, _list, _obj, _str, bad, integer
 
 EXACT_SCALE = 1100  # a dyadic constant over at most 2^1100 is held exactly; others are rounded per precision
 REQUIRED = object()

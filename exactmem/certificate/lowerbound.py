@@ -18,7 +18,8 @@ from importlib import import_module
 
 from . import elementary as el
 from .limits import DEFAULT_MAX_PRECISION, LimitExceeded
-from .schema import MalformedCertificate, _list, _obj, _str, bad, canonical_hash, integer, jtype
+from .fields import MalformedCertificate, _list, _obj, _str, bad, integer, jtype
+from .schema import canonical_hash
 from .text import fmt, parse_int
 
 FORMAT, VERSION = "exactmem-lower-bound", 1

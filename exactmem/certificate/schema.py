@@ -20,7 +20,9 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Dict, List, Optional
 
+from .fields import MalformedCertificate, _bool, _list, _obj, _str, bad, integer, jtype  # noqa: F401 (re-exported)
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES
+from .graph import parse_graph
 from .limits import Budget, LimitExceeded, Limits
 from .linear import Affine, Attention, Embed, FeedForward, Lin, over_lcm
 from .text import parse_int, short
@@ -43,10 +45,6 @@ _RATIONAL = re.compile(r"(-?)([0-9]+)(?:/([0-9]+))?")
 VERDICTS = ("pass", "fail", "unknown")  # claimed verdicts of a graph model's examples
 
 
-class MalformedCertificate(Exception):
-    """The file is not a valid certificate (or exceeds a size limit); the message names why."""
-
-
 @dataclass
 class ParsedCertificate:
     layers: list  # Embed | Affine | FeedForward | Attention
@@ -66,23 +64,6 @@ class ParsedCertificate:
     chunks: Optional[list] = None  # version 2: (file, sha256 hex, examples, first) per chunk; inputs come later
     spec: Optional[tuple] = None  # what validating an example needs (vocab, dim, P rows, attention facts)
     graph: Optional[object] = None  # a graph model (graph.Graph; docs/verify-format.md): layers [], softmax_at 0
-
-
-def jtype(x) -> str:
-    """A short description of a JSON value for messages."""
-    if x is None or isinstance(x, bool):
-        return "null" if x is None else "boolean"
-    if isinstance(x, int):
-        return f"number {x}" if x.bit_length() < 64 else f"a {x.bit_length()}-bit number"
-    if isinstance(x, float):
-        return f"number {x!r}"
-    if isinstance(x, str):
-        return f"string {x[:40]!r}"
-    return {list: "list", tuple: "list", dict: "object"}.get(type(x), type(x).__name__)
-
-
-def bad(path: str, what: str):
-    raise MalformedCertificate(f"{path}: {what}")
 
 
 def canonical_hash(doc: dict) -> str:
@@ -173,53 +154,6 @@ def decode_certificate(data: bytes, name: str, limits: Optional[Limits] = None) 
     if not isinstance(doc, dict):
         raise MalformedCertificate(f"{name}: the top level must be a JSON object, got {jtype(doc)}")
     return doc
-
-
-def integer(x, path: str, lo: Optional[int] = None, hi: Optional[int] = None) -> int:
-    if not isinstance(x, int) or isinstance(x, bool):
-        bad(path, f"expected a JSON integer, got {jtype(x)}")
-    if (lo is not None and x < lo) or (hi is not None and x > hi):
-        shown = x if x.bit_length() < 64 else jtype(x)
-        bad(path, f"integer {shown} out of range [{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]")
-    return x
-
-
-def _bool(x, path: str) -> bool:
-    if not isinstance(x, bool):
-        bad(path, f"expected true or false, got {jtype(x)}")
-    return x
-
-
-def _str(x, path: str, choices=None) -> str:
-    if not isinstance(x, str):
-        bad(path, f"expected a string, got {jtype(x)}")
-    if choices is not None and x not in choices:
-        bad(path, f"{x[:40]!r} is not one of {', '.join(map(repr, choices))}")
-    return x
-
-
-def _list(x, path: str, n: Optional[int] = None, nonempty: bool = False) -> list:
-    if not isinstance(x, (list, tuple)):
-        bad(path, f"expected a list, got {jtype(x)}")
-    if n is not None and len(x) != n:
-        bad(path, f"wrong shape: expected length {n}, got {len(x)}")
-    if nonempty and not x:
-        bad(path, "wrong shape: expected a nonempty list")
-    return x
-
-
-def _obj(x, path: str, required=(), optional=()) -> dict:
-    """An object with the ``required`` fields and no fields but these and the ``optional`` ones
-    (``optional`` None: any other fields, checked later)."""
-    if not isinstance(x, dict):
-        bad(path, f"expected an object, got {jtype(x)}")
-    for k in required:
-        if k not in x:
-            bad(path, f"missing field {k!r}")
-    extra = [] if optional is None else sorted(set(x) - set(required) - set(optional), key=str)
-    if extra:
-        bad(path, f"unknown field {extra[0][:40]!r}")
-    return x
 
 
 class _Reader:
@@ -374,7 +308,6 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     decode = _str(ro["decode"], "model.readout.decode", ("identity", "argmax"))
     layers, width, in_size, graph = [], 0, m, None
     if "graph" in model:  # evaluated in intervals throughout: softmax_at 0
-        from .graph import parse_graph
         graph, gm = parse_graph(model["graph"], rd)
         if decode != "argmax":
             bad("model.readout.decode", "a graph model decodes by 'argmax'")
