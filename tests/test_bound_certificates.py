@@ -299,6 +299,9 @@ def test_bad_or_huge_counts_are_one_line_errors(text):
     ["bits", "--N", "10^1000", "--W", "5"],
     ["chain", "--n", "8", "--N", "1000", "--arch", "d=1,m=1,s=1,H=1,q=1,L=10^9"],
     ["brute", "--samples", "10^300"],
+    ["brute", "--values", "1,2,3", "--exhaustive"],
+    ["chain", "--n", "10^1000", "--N", "10^1000", "--arch", "d=10^1000,m=10^1000,s=10^1000,H=10^1000,q=10^1000,L=5000"],
+    ["next-token", "--N", "10^1000", "--arch", "d=10^999,m=10^999,s=10^999,H=10^999,q=10^999,L=900"],
 ])
 def test_huge_sizes_answer_or_fail_in_one_line(argv):
     t = time.monotonic()

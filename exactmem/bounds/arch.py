@@ -184,9 +184,9 @@ def _digits(name: str, t: str, text) -> int:
     return int(t)
 
 
-def _too_large(name: str, text) -> str:
-    return (f"{name} = {str(text)[:40]}{'…' if len(str(text)) > 40 else ''} is too large: counts up to "
-            f"10^{MAX_COUNT_DIGITS} are accepted")
+def _too_large(name: str, text, cap: int = MAX_COUNT) -> str:
+    return (f"{name} = {str(text)[:40]}{'…' if len(str(text)) > 40 else ''} is too large: "
+            + (f"counts up to 10^{MAX_COUNT_DIGITS} are accepted" if cap == MAX_COUNT else f"at most {cap:,} here"))
 
 
 def parse_count(name: str, text, cap: int = MAX_COUNT) -> int:
@@ -197,7 +197,7 @@ def parse_count(name: str, text, cap: int = MAX_COUNT) -> int:
     if isinstance(text, int) and not isinstance(text, bool):
         val = check_positive_int(name, text)
         if val > cap:
-            raise BoundsInputError(_too_large(name, f"a {val.bit_length()}-bit number"))
+            raise BoundsInputError(_too_large(name, f"a {val.bit_length()}-bit number", cap))
         return val
     t = str(text).strip().replace("_", "")
     try:
@@ -205,13 +205,13 @@ def parse_count(name: str, text, cap: int = MAX_COUNT) -> int:
             b, e = t.replace("**", "^").split("^", 1)
             b, e = _digits(name, b.strip(), text), _digits(name, e.strip(), text)
             if b > 1 and (len(str(e)) > 8 or e * (b.bit_length() - 1) > cap.bit_length()):
-                raise BoundsInputError(_too_large(name, text))
+                raise BoundsInputError(_too_large(name, text, cap))
             val = b ** e
         elif "e" in t.lower():
             b, e = t.lower().split("e", 1)
             b, e = _digits(name, b.strip(), text), _digits(name, e.strip().lstrip("+"), text)
             if b and (e > MAX_COUNT_DIGITS + 1):
-                raise BoundsInputError(_too_large(name, text))
+                raise BoundsInputError(_too_large(name, text, cap))
             val = b * 10 ** e
         else:
             u = t.replace(",", "")
@@ -223,7 +223,7 @@ def parse_count(name: str, text, cap: int = MAX_COUNT) -> int:
                                f"{str(text)[:40]!r}") from None
     val = check_positive_int(name, val)
     if val > cap:
-        raise BoundsInputError(_too_large(name, text))
+        raise BoundsInputError(_too_large(name, text, cap))
     return val
 
 

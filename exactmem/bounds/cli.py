@@ -34,9 +34,23 @@ MAX_L = 5000  # blocks of one architecture for chain / next-token --arch (loops 
 MAX_L_CERTIFICATE = 1000  # ... with --certificate (a certificate of L = 1000 has 6,000 steps, about 6 MB)
 MAX_SHARP_BITS = 1400  # nN < 2^1400 (≈ 10^421) for the sharp search of minw (about 4 s there)
 MAX_LABEL_BITS = 1 << 18  # bits --W: N·log2 C (C^N is computed exactly)
-MAX_BRUTE = 10 ** 7  # brute: samples, and grid points of --exhaustive
-LIMITS = {"count": "10^1000", "L (chain, next-token --arch)": MAX_L, "L with --certificate": MAX_L_CERTIFICATE, "nN for the sharp search": "2^1400 (≈ 10^421)",
-          "N·log2 C for bits --W": MAX_LABEL_BITS, "brute samples / grid": MAX_BRUTE}
+MAX_BRUTE = 500_000  # brute: (samples or grid points) × n·N × exact W, about 5 s
+BIG_BITS = 2000  # numbers of more bits make every block slower: L is capped at MAX_L / (1 + bits/2000)
+LIMITS = {"count": "10^1000", "L (chain, next-token --arch)": MAX_L, "L with --certificate": MAX_L_CERTIFICATE,
+          "nN for the sharp search": "2^1400 (≈ 10^421)", "N·log2 C for bits --W": MAX_LABEL_BITS,
+          "brute work": MAX_BRUTE}
+
+
+def _check_depth(arch, n: int, N: int, cap: int) -> None:
+    """Each of the L blocks costs more with huge numbers: L·(1 + bits/2000) ≤ cap, bits the size of
+    the largest count of the chain (n³NH, the parameter count)."""
+    from .arch import BoundsInputError
+
+    size = max((n ** 3 * N * arch.H).bit_length(), arch.W("paper").bit_length(), (N * n * arch.q).bit_length())
+    allowed = cap // (1 + size // BIG_BITS)
+    if arch.L > allowed:
+        raise BoundsInputError(f"L = {arch.L} is too deep for numbers of {size} bits: at most L = {allowed} here "
+                               f"(L·(1 + bits/{BIG_BITS}) ≤ {cap})")
 
 
 def _certificate_option(p, what: str = "FILE") -> None:
@@ -244,7 +258,9 @@ def _run(args) -> int:
 
         if not args.arch:
             raise BoundsInputError("chain needs --arch d=…,m=…,s=…,H=…,q=…,L=…")
-        arch, n, N = _arch(args.arch, MAX_L_CERTIFICATE if args.certificate else MAX_L), _int("n", args.n), _int("N", args.N)
+        cap = MAX_L_CERTIFICATE if args.certificate else MAX_L
+        arch, n, N = _arch(args.arch, cap), _int("n", args.n), _int("N", args.N)
+        _check_depth(arch, n, N, cap)
         code = _emit(args, [chain(arch, n, N, args.convention)])
         if args.certificate:
             from .certificates import chain_chain
@@ -266,6 +282,7 @@ def _run(args) -> int:
         reps = [r0]
         if args.arch:
             arch = _arch(args.arch, MAX_L_CERTIFICATE if args.certificate else MAX_L)
+            _check_depth(arch, 1, N, MAX_L_CERTIFICATE if args.certificate else MAX_L)
             reps += [next_token_chain(arch, N, args.convention), algorithm_bound_report(arch, N)]
             if args.reduction:
                 reps.append(reduction_report(arch, _int("n", args.n, 1000), min(N, 50), args.kind, _seed(args.seed)))
@@ -334,12 +351,12 @@ def _run(args) -> int:
         arch = _arch(args.arch, 8)
         samples = None if args.exhaustive else _int("samples", args.samples, MAX_BRUTE)
         n, N = _int("n", args.n, 1000), _int("N", args.N, 1000)
-        if n * N > 1000 or arch.W("exact") > 10 ** 4:
-            raise BoundsInputError("brute is for toy instances: n·N ≤ 1000 and exact W ≤ 10^4")
-        vals = _ints(args.values)
-        if samples is None and len(vals) ** arch.W("exact") > MAX_BRUTE:
-            raise BoundsInputError(f"--exhaustive would enumerate {len(vals)}^{arch.W('exact')} parameter vectors; at "
-                                   f"most {MAX_BRUTE} (use --samples)")
+        vals, W = _ints(args.values), arch.W("exact")
+        points = samples if samples is not None else (len(vals) ** W if W * len(vals).bit_length() < 64 else 2 ** 64)
+        if points * n * N * W > MAX_BRUTE:
+            raise BoundsInputError(f"brute is for toy instances: (samples or grid points) × n·N × W = "
+                                   f"{points} × {n * N} × {W} is above {MAX_BRUTE:,}"
+                                   + (" (use --samples)" if samples is None else ""))
         return _emit(args, [brute_force_report(arch, n, N, vals, samples, _seed(args.seed))])
     if a == "run":
         from .protocol import format_rows, run_bounds_file
