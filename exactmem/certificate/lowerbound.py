@@ -64,7 +64,7 @@ class _Parser:
             self.budget.tick()
         if isinstance(x, str):
             return ("name", x) if x in self.names else self.number(x, path)
-        if not isinstance(x, list) or not x or x[0] not in ARITY:
+        if not isinstance(x, list) or not x or not isinstance(x[0], str) or x[0] not in ARITY:
             bad(path, f"unknown operator {str(x[0])[:20]!r}" if isinstance(x, list) and x else
                 f"expected a number string, a name or [operator, ...], got {jtype(x)}")
         op, args, (lo, hi) = x[0], x[1:], ARITY[x[0]]
@@ -198,9 +198,9 @@ def check_lower_bound(doc: dict, budget):
     here, so its Verdict class is taken at run time (a static import back would be a cycle)."""
     Verdict = import_module(".checker", __package__).Verdict
 
-    cert = parse_lower_bound(doc, budget)
-    pending, p, why = cert["steps"], START_PRECISION, {}
-    try:
+    p, why = START_PRECISION, {}
+    try:  # a time limit reached while parsing is UNKNOWN too
+        pending = (cert := parse_lower_bound(doc, budget))["steps"]
         while True:
             env, left = _definitions(cert["defs"], p, budget), []
             for s, lhs, rel, rhs in pending:
