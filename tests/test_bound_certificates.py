@@ -149,6 +149,8 @@ def test_hash_mismatch_is_malformed(minw_doc):
 
 @pytest.mark.parametrize("change, match", [
     (lambda m: m["steps"][0].update(lhs=["exp", "1"]), "unknown operator"),
+    (lambda m: m["steps"][0].update(lhs=[["+", "1"], "1"]), "unknown operator"),
+    (lambda m: m["steps"][0].update(lhs=[None]), "unknown operator"),
     (lambda m: m["steps"][0].update(proof="trust me"), "unknown field"),
     (lambda m: m.update(extra=1), "unknown field"),
     (lambda m: m["steps"][0].update(rel="=<"), "is not one of"),
@@ -204,6 +206,12 @@ def test_time_limit_is_unknown():
     d = _doc([_step(["em_sum", "1", "1", "1", "1", "1", "100000000"], ">", "0")])
     v = _check(d, time_limit=Fraction(1, 1000))
     assert v.status in ("UNKNOWN", "CERTIFIED")
+
+
+def test_time_limit_while_parsing_is_unknown():
+    d = _doc([_step(["+"] + ["1"] * 300_000, ">", "0")])
+    v = _check(d, time_limit=Fraction(1, 1000))
+    assert v.status == "UNKNOWN" and v.limit == "time_limit"
 
 
 def test_undefined_values_refute():
