@@ -148,7 +148,7 @@ def test_hash_mismatch_is_malformed(minw_doc):
 
 
 @pytest.mark.parametrize("change, match", [
-    (lambda m: m["steps"][0].update(lhs=["exp", "1"]), "unknown operator"),
+    (lambda m: m["steps"][0].update(lhs=["exp2", "1"]), "unknown operator"),
     (lambda m: m["steps"][0].update(lhs=[["+", "1"], "1"]), "unknown operator"),
     (lambda m: m["steps"][0].update(lhs=[None]), "unknown operator"),
     (lambda m: m["steps"][0].update(proof="trust me"), "unknown field"),
@@ -185,6 +185,8 @@ def test_an_exponent_bomb_is_unknown_quickly():
     v = _check(_doc([_step(["^", ["^", "3", "100000"], "100000"], ">", "1")]))
     assert v.status == "UNKNOWN" and v.limit == "max_value_bits"
     v = _check(_doc([_step(["binom", ["^", "10", "9"], ["^", "10", "8"]], ">", "1")]))
+    assert v.status == "UNKNOWN" and v.limit == "max_value_bits"
+    v = _check(_doc([_step(["exp", ["^", "10", "9"]], ">", "1")]))
     assert v.status == "UNKNOWN" and v.limit == "max_value_bits"
     assert time.monotonic() - t < 5
 
@@ -256,10 +258,13 @@ def test_em_sum_agrees_with_direct_sums():
 # ------------------------------------------------------------------------ mutants
 
 def test_planted_wrong_certificates_are_never_certified(small_docs):
+    from exactmem.bounds.dana_certificates import theorem3
+
     total = wrong = 0
-    for doc in small_docs:
+    dana3 = theorem3({"N": 3, "S": 2, "d": 3})  # logs and exps of rationals
+    for doc, per_kind in [(d, 20) for d in small_docs] + [(dana3, 8)]:
         assert oracle_false(doc) is None  # the oracle agrees the parent holds
-        for what, m, certainly_wrong in bound_mutants(doc, limit_per_kind=20):
+        for what, m, certainly_wrong in bound_mutants(doc, limit_per_kind=per_kind):
             total += 1
             try:
                 v = check_lower_bound(m, Budget(Limits(max_precision=1024)))
@@ -332,15 +337,14 @@ def test_1e300_minw_answers_with_a_certified_certificate(tmp_path):
     assert check_lower_bound(json.loads(p.read_text()), Budget()).status == "CERTIFIED"
 
 
-def test_dana_certificates_for_proposition1_and_theorem2(tmp_path, capsys):
-    """bounds run proofs/dana.py --certificate: Prop. 1's minor and Theorem 2's C and vacuity are
-    kernel-checked; the KL steps (exp, the root λ(t)) and Theorems 1 and 3 are producer-checked."""
-    assert main(["bounds", "run", str(ROOT / "proofs" / "dana.py"), "--only", "proposition1",
-                 "--certificate", str(tmp_path)]) == 0
-    assert main(["bounds", "run", str(ROOT / "proofs" / "dana.py"), "--only", "theorem2", "--certificate",
-                 str(tmp_path)]) == 0
+def test_dana_certificates(tmp_path, capsys):
+    """bounds run proofs/dana.py --certificate: Prop. 1's minor, Theorem 2's C and vacuity, and
+    Theorem 3's (15), Lemma 4 and (17) are kernel-checked; Theorem 2's KL steps (the root λ(t))
+    and Theorem 1's bound (4) are producer-checked."""
+    assert main(["bounds", "run", str(ROOT / "proofs" / "dana.py"), "--certificate", str(tmp_path)]) == 0
+    assert "checked by the producer" in capsys.readouterr().out  # dana.theorem1.bound4
     files = sorted(tmp_path.glob("*.json"))
-    assert len(files) == 3
+    assert len(files) == 4
     for f in files:
         doc = json.loads(f.read_text())
         assert check_lower_bound(doc, Budget()).status == "CERTIFIED"
@@ -349,3 +353,10 @@ def test_dana_certificates_for_proposition1_and_theorem2(tmp_path, capsys):
     k = next(i for i, d in enumerate(m["definitions"]) if d["name"] == "det")
     m["definitions"][k]["expr"] = "0"  # a zero minor proves nothing
     assert check_lower_bound(rehash(m), Budget()).status == "REFUTED"
+    th3 = json.loads(next(f for f in files if "theorem3" in f.name).read_text())
+    assert len(th3["steps"]) == 24 and "producer_checked" not in th3
+    for k in (3, 23):  # (17) at δ = 1/2 and at δ = 2^-32, negated
+        m = copy.deepcopy(th3)
+        m["steps"][k]["rel"] = ">"
+        v = check_lower_bound(rehash(m), Budget())
+        assert v.status == "REFUTED" and v.witness["step"] == m["steps"][k]["id"]

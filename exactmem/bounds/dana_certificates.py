@@ -9,8 +9,10 @@ kernel-checked step; the rest of the theorem's report goes to ``producer_checked
   K̄ (Leibniz expansion of the determinant from the integer exponents; det² > 0). The realisable
   family's rank is producer-checked.
 * ``dana.theorem2.bound``: the paper's C = √(32 ln(N+1)/d) against 1/2 and the vacuity threshold
-  ⌊128 ln(N+1)⌋ + 1 against N − 1 (Prop. 2). The KL-against-bound steps need exp and the
-  root λ(t), which the language does not have: producer-checked.
+  ⌊128 ln(N+1)⌋ + 1 against N − 1 (Prop. 2). The KL-against-bound steps need the root λ(t)
+  of an equation (an Arb bisection) and the bound's expectation: producer-checked.
+* ``dana.theorem3.eq15``: eq. (15), Lemma 4 and (17) for every δ — logs and exps of the explicit
+  rational logits and probabilities, all kernel-checked.
 """
 
 from __future__ import annotations
@@ -97,4 +99,54 @@ def theorem2(p: Dict[str, Any]) -> Dict[str, Any]:
     return ch.document()
 
 
-BUILDERS = {"dana.proposition1.obstruction": proposition1, "dana.theorem2.bound": theorem2}
+def _abs(x):
+    return op("max", x, op("-", x))
+
+
+def theorem3(p: Dict[str, Any]) -> Dict[str, Any]:
+    """Eq. (15) (c = 1/4), Lemma 4's range bound and (17) for the explicit family f_δ, every δ: the
+    logits are exact rationals, so each quantity is logs and exps of rationals:
+    log(π_j/softmax f(t)_j) = ln π_j − f_j + ln Σ_k exp f_k and
+    d_KL(π, f) = Σ_t π(t)·[ln Σ_k exp f_k + Σ_{π_j>0} π_j (ln π_j − f_j)]."""
+    from ..constructions import dana_bounds as DB
+    from ..constructions.dana_distribution import encoder_logits
+
+    data = DB.zero_conditionals(p["N"], p["S"], p.get("seed", 0), p.get("zeros", 1))
+    d = p["d"]
+    deltas = [Fraction(1, 2 ** k) for k in (1, 2, 4, 8, 16, 32)]
+    ch = Chain(f"{DANA}, Theorem 3 / Lemma 4 for π with zeros (N = {data.N}, S = {data.S}, d = {d}): the explicit "
+               f"encoders f_δ satisfy eq. (15) with c = 1/4, Lemma 4's range bound and d_KL(π, f_δ) ≤ δ (17), "
+               f"δ = 1/2, …, 2^-32")
+    thm = ch.premise(DANA + ", Theorem 3 / Lemma 4, Definition 2 (App. A.4 eqs. (15)–(19))", "π is polynomially "
+                     "approximable when a family f_δ satisfies c·δ ≤ |log(π_j/softmax f_δ(t)_j)| ≤ δ on the support "
+                     "(15), with logits of range O(log 1/δ) (Lemma 4); then d_KL(π, f_δ) ≤ δ (17).", "(15)–(17)")
+    n0 = max(sum(1 for x in c if x == 0) for c in data.conditionals)
+    for t, (w, c) in enumerate(zip(data.prior, data.conditionals)):
+        for j, x in enumerate(c):
+            if x:
+                ch.define(f"lnpi{t}_{j}", op("ln", x))
+    for k, delta in enumerate(deltas):
+        W, E, _ = DB.theorem3_encoder(data, d, delta)
+        lg = encoder_logits(W, E)
+        gaps, kl = [], []
+        for t, (w, c, f) in enumerate(zip(data.prior, data.conditionals, lg)):
+            lse = ch.define(f"lse{k}_{t}", op("ln", add(*[op("exp", x) for x in f])), f"ln Σ exp f_δ(t), δ = {delta}")
+            gaps += [_abs(add(f"lnpi{t}_{j}", mul("-1", f[j]), lse)) for j, x in enumerate(c) if x]
+            kl.append(mul(w, add(lse, *[mul(x, sub(f"lnpi{t}_{j}", f[j])) for j, x in enumerate(c) if x])))
+        ch.step("(15) left", f"δ = {delta}: (1/4)·δ ≤ min abs(log(π_j/softmax f_δ(t)_j))", div(delta, 4), "<=",
+                op("min", *gaps), [thm])
+        ch.step("(15) right", f"δ = {delta}: max abs(log(π_j/softmax f_δ(t)_j)) ≤ δ", op("max", *gaps), "<=", delta,
+                [thm])
+        worst = op("max", "0", *[mul("-1", f"lnpi{t}_{j}") for t, c in enumerate(data.conditionals)
+                                for j, x in enumerate(c) if x])
+        ch.step("Lemma 4", f"δ = {delta}: max_t range f_δ(t) ≤ max abs(log π_j) + log(2n₀/δ) + 2^-59 + 2^-39",
+                DB.logit_range(lg), "<=", add(worst, op("ln", div(2 * n0, delta)), Fraction(1, 2 ** 59),
+                                             Fraction(1, 2 ** 39)), [thm])
+        ch.step("(17)", f"δ = {delta}: d_KL(π, f_δ) ≤ δ (π₀ = π)", add(*kl), "<=", delta, [thm])
+    ch.conclusion = ("the family f_δ meets eq. (15) with c = 1/4, Lemma 4's range bound and d_KL(π, f_δ) ≤ δ at every "
+                     "δ checked")
+    return ch.document()
+
+
+BUILDERS = {"dana.proposition1.obstruction": proposition1, "dana.theorem2.bound": theorem2,
+            "dana.theorem3.eq15": theorem3}

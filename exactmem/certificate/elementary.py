@@ -185,6 +185,13 @@ def log2(a: Interval, p: int, budget) -> Interval:
     return mul(ln(a, p + 4, budget), inv(ln2(p + 4), p + 4, budget), p, budget)
 
 
+def exp(a: Interval, p: int, budget) -> Interval:
+    """exp is increasing: [exp lo, exp hi] by the kernel's exp enclosure (``docs/certificate.md``, Proof
+    of the exp enclosure); e^{±x} needs about 1.45·x bits, charged before it is formed."""
+    budget.value(2 * max(-(-abs(x).numerator // abs(x).denominator) for x in a) + p, "exp of a large number")
+    return fit(exp_bound(a.lo, p, False, budget.tick), exp_bound(a.hi, p, True, budget.tick), p, budget)
+
+
 @lru_cache(maxsize=64)
 def e(p: int) -> Interval:
     """e = exp(1), by the kernel's exp enclosure (``docs/certificate.md``, Proof of the exp enclosure)."""

@@ -3,7 +3,7 @@
 A certificate states a lower bound, cites the results it rests on (``premises``: what a reader
 must trust), names expressions (``definitions``) and lists ``steps``, each an exact relation
 ``lhs rel rhs`` between expressions of integers, rationals, + − × ÷, integer powers, ln, log2,
-e, √, floor/ceil, min/max, binom and the Euler–Maclaurin sum ``em_sum``. :func:`check_lower_bound`
+e, exp, √, floor/ceil, min/max, binom and the Euler–Maclaurin sum ``em_sum``. :func:`check_lower_bound`
 validates the document and its hash, then evaluates every step in rational interval arithmetic
 (:mod:`elementary`) from 64 bits, doubling up to the verifier's cap: CERTIFIED when every step
 holds, REFUTED at the first false (or undefined) step with both sides printed, UNKNOWN when
@@ -29,8 +29,8 @@ MAX_NODES = 1_000_000  # operator and leaf nodes in the whole certificate
 RELATIONS = ("<=", "<", ">=", ">", "==")
 ARITY = {"+": (1, None), "-": (1, 2), "*": (1, None), "/": (2, 2), "^": (2, 2), "log2": (1, 1), "ln": (1, 1),
          "e": (0, 0), "sqrt": (1, 1), "floor": (1, 1), "ceil": (1, 1), "min": (1, None), "max": (1, None),
-         "binom": (2, 2), "em_sum": (6, 6)}
-UNARY = {"log2": el.log2, "ln": el.ln, "sqrt": el.sqrt}
+         "binom": (2, 2), "em_sum": (6, 6), "exp": (1, 1)}
+UNARY = {"log2": el.log2, "ln": el.ln, "sqrt": el.sqrt, "exp": el.exp}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
 _RATIONAL = re.compile(r"(-?)([0-9]+)(?:/([0-9]+))?")
 _EXPONENT = re.compile(r"-?[0-9]{1,19}")  # |k| < 10^19 < 2^64
