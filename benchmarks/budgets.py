@@ -12,6 +12,9 @@ is included). Cases:
                  with zero query/key weights (same function), so only the pure kernel checks it (was > 120 s)
 * ``values``     three layers of 90,000-digit weights (intermediate values pass 2^19 bits)
 * ``slow``       an ordinary certificate of 600,000 examples on the pure path
+* ``onestep``    one 1000 × 1000 affine layer on ~450,000-bit registers: a minute of work in a single
+                 layer (issue 24; was one unticked step), pure and fast engines
+* ``fifo``       a version-2 certificate whose chunk file is a FIFO (issue 24; blocked forever)
 
     python benchmarks/budgets.py [--time-limit 5] [--cases spread,digits6,...]
 """
@@ -33,7 +36,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from exactmem.certificate.checker import canonical_hash  # noqa: E402
 from exactmem.certificate.text import int_str  # noqa: E402
-from test_budgets import _many_examples_doc, _softmax2_spread_doc, _tied_softmax_doc  # noqa: E402
+from test_budgets import _many_examples_doc, _one_step_bomb_doc, _softmax2_spread_doc, _tied_softmax_doc  # noqa: E402
 from test_checker import affine, cert, model  # noqa: E402
 
 
@@ -77,6 +80,18 @@ def case_swap():
     return _rehash(doc), []
 
 
+def case_fifo():
+    """A chunked certificate written for real, then its second chunk replaced by a FIFO."""
+    from exactmem.certificate.writer import write_certificate
+
+    d = tempfile.mkdtemp()
+    path = write_certificate(_many_examples_doc(100), os.path.join(d, "f.json"), chunk_examples=30)
+    chunk = os.path.join(d, json.load(open(path))["dataset"]["chunks"][1]["file"])
+    os.unlink(chunk)
+    os.mkfifo(chunk)
+    return path, []
+
+
 CASES = {
     "spread": case_spread,
     "digits6": lambda: _digits(10 ** 6),
@@ -85,6 +100,9 @@ CASES = {
     "swap": case_swap,
     "values": case_values,
     "slow": lambda: (_many_examples_doc(600_000), []),
+    "onestep": lambda: (_one_step_bomb_doc(), []),
+    "onestep-fast": lambda: (_one_step_bomb_doc(), ["--engine", "fast"]),
+    "fifo": case_fifo,
 }
 
 
@@ -99,9 +117,12 @@ def main():
     worst = 0.0
     for name in args.cases.split(","):
         doc, flags = CASES[name]()
-        path = os.path.join(d, f"{name}.json")
-        with open(path, "w") as f:
-            json.dump(doc, f)
+        if isinstance(doc, str):  # a certificate already written (with its chunk files)
+            path = doc
+        else:
+            path = os.path.join(d, f"{name}.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
         t = time.perf_counter()
         r = subprocess.run([sys.executable, "-m", "exactmem", "check", path, "--time-limit", str(T), *flags],
                            cwd=ROOT, capture_output=True, text=True)
