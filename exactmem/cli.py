@@ -121,6 +121,11 @@ def _cmd_sweep(args) -> int:
     import os
     import shlex
 
+    if str(args.proof).lower().endswith(".onnx"):  # a trained network: bits per weight (docs/verify.md)
+        from .verify.bits_report import cli as bits_cli
+
+        return bits_cli(args)
+
     from .data.dataset import DataError
     from .distributed.cluster import ClusterError
     from .model.forward import InputError
@@ -255,7 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.set_defaults(fn=_cmd_inspect)
 
     w = sub.add_parser("sweep", help="bit-precision sweep over the theorems of a proof file (docs/precision.md)")
-    w.add_argument("proof", help="proof file, e.g. proofs/vardi.py")
+    w.add_argument("proof", help="proof file, e.g. proofs/vardi.py; or MODEL.onnx with --data: bits per weight of "
+                                 "a trained network (docs/verify.md)")
     w.add_argument("--theorem", action="append", help="theorem name (repeatable; default: all)")
     w.add_argument("--only", default=None, help="only theorems whose name contains this text")
     w.add_argument("--instance", action="append", help="base instance name (repeatable; any size)")
@@ -293,6 +299,11 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--quiet", action="store_true", help="no progress on stderr")
     w.add_argument("--verbose", action="store_true", help="one progress line per evaluation")
     w.add_argument("--debug", action="store_true", help="show Python tracebacks for bad input")
+    w.add_argument("--data", default=None, help="MODEL.onnx only: .npz with inputs and labels (as for verify)")
+    w.add_argument("--position", choices=("last", "all"), default="last", help="MODEL.onnx only: as for verify")
+    w.add_argument("--max-precision", type=int, default=4096, help="MODEL.onnx only: top of the ball precision ladder")
+    w.add_argument("--no-check", action="store_true",
+                   help="MODEL.onnx only: write the certificates at b* and b*-1 without running the kernel on them")
     w.set_defaults(fn=_cmd_sweep)
 
     r = sub.add_parser("report", help="Markdown report with plots from sweep directories")
