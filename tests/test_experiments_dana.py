@@ -7,11 +7,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from exactmem.data.dataset import Dataset  # noqa: E402
 from exactmem.experiments import dana_fig1  # noqa: E402
-from exactmem.experiments.certify_trained import certify_examples  # noqa: E402
-from exactmem.experiments.dana_train import (TrainConfig, all_bigrams, exact_model, float_logits,  # noqa: E402
-                                             train_aot)
+from exactmem.experiments.certify_trained import verify_examples  # noqa: E402
+from exactmem.experiments.dana_train import (TrainConfig, all_bigrams, exact_model, export_module,  # noqa: E402
+                                             float_logits, train_aot)
 
 TINY = dict(N=6, d=2, H=3, dh=2, n_batches=8, batch=64, epochs=12, lr0=0.05, lr1=0.01)
 
@@ -22,9 +21,9 @@ def trained():
     return train_aot(TrainConfig(**TINY, seeds=(0, 1)))
 
 
-def _dataset(res, r=0):
-    rep = res.replicas[r]
-    return Dataset(all_bigrams(res.config.N), list(rep.table), "tokens", rep.seed, "tiny bigrams")
+def _verify(res, r=0, path=None):
+    """Replica r through exactmem verify (its export twin), every verdict re-derived by the kernel."""
+    return verify_examples(export_module(res.module, r), all_bigrams(res.config.N), res.replicas[r].table, path=path)
 
 
 def test_float_forward_agrees_with_exact_forward(trained):
@@ -55,14 +54,38 @@ def test_replicas_are_independent_runs():
     assert torch.allclose(both.module.WU[1], one.module.WU[0], atol=1e-5)
 
 
+def test_export_twin_is_the_replica(trained):
+    """export_module(module, r) computes replica r's function (float32 rounding order only)."""
+    tok = torch.tensor(all_bigrams(6))
+    for r in (0, 1):
+        with torch.no_grad():
+            a = export_module(trained.module, r)(tok).numpy()
+        assert abs(a - float_logits(trained.module, all_bigrams(6), r)).max() <= 1e-5
+
+
+def test_verify_agrees_with_the_exact_model(trained):
+    """The ONNX door and the exact exactmem Model of the same weights give the same verdict on
+    every bigram (the exact model's argmax in Arb balls: the label, another token, or undecided)."""
+    from exactmem.model.forward import forward
+
+    for r in (0, 1):
+        v = _verify(trained, r)
+        out = forward(exact_model(trained.module, r), all_bigrams(6), prec=128).outputs
+        for o, g, verdict in zip(out, trained.replicas[r].table, v.verdicts):
+            win = [k for k, x in enumerate(o) if all(x > z for j, z in enumerate(o) if j != k)]
+            assert win, "undecided at 128 bits"
+            assert verdict == ("certified" if win[0] == g else "refuted")
+
+
 def test_certified_at_most_float_correct_and_checker_rechecks(trained, tmp_path):
     from exactmem.certificate.checker import check_certificate
     from exactmem.certificate.schema import load_certificate
 
     for r, rep in enumerate(trained.replicas):
         path = str(tmp_path / f"cert{r}.json")
-        v = certify_examples(exact_model(trained.module, r), _dataset(trained, r), path=path)
+        v = _verify(trained, r, path=path)
         assert v.certified + v.refuted + v.unknown == 36
+        assert v.counts["n_pass"] == v.certified and v.counts["n_examples"] == 36
         assert v.certified > 0
         # certified ≤ float-correct need not hold in general (float32 may misrank a tiny exact margin
         # the other way); on these networks every certified example is also float-correct:
@@ -73,7 +96,7 @@ def test_certified_at_most_float_correct_and_checker_rechecks(trained, tmp_path)
 
 
 def test_corrupted_weight_lowers_certified_count(trained):
-    base = certify_examples(exact_model(trained.module, 0), _dataset(trained, 0))
+    base = _verify(trained, 0)
     rep = trained.replicas[0]
     label = max(set(rep.table[i] for i in base.certified_indices),
                 key=lambda g: sum(rep.table[i] == g for i in base.certified_indices))
@@ -81,7 +104,7 @@ def test_corrupted_weight_lowers_certified_count(trained):
         saved = trained.module.WU[0, label].clone()
         trained.module.WU[0, label] = -10 * saved  # the unembedding row of the most memorized label
         try:
-            bad = certify_examples(exact_model(trained.module, 0), _dataset(trained, 0))
+            bad = _verify(trained, 0)
         finally:
             trained.module.WU[0, label] = saved
     assert bad.certified < base.certified

@@ -12,8 +12,7 @@ torch = pytest.importorskip("torch")
 
 from exactmem.experiments import kajitsuka_train as K  # noqa: E402
 from exactmem.experiments.base import RunConfig, run_experiment  # noqa: E402
-from exactmem.experiments.certify_trained import certify_examples, exact_predictions  # noqa: E402
-from exactmem.model.layers import Affine  # noqa: E402
+from exactmem.experiments.certify_trained import verify_examples  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +59,26 @@ def test_model_is_eq165_and_torch_agrees_with_exact():
     assert K.n_params(2, d=30) == sum(p.numel() for p in to_torch(m).parameters())
 
 
+def test_export_twin_is_the_trained_function(trained):
+    data, r = trained
+    ids = torch.tensor(data.ids())
+    with torch.no_grad():
+        assert torch.allclose(K.export_module(r.module)(ids), r.module(ids), atol=1e-5)
+    mv = K.build_model(2, seed=1)  # the fixed-vector variant (E_in on d-dim vectors) too
+    from exactmem.export import to_torch
+
+    X = torch.randn(7, K.N_LEN, K.D_TOK, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert torch.allclose(K.export_module(to_torch(mv))(X), to_torch(mv)(X), atol=1e-5)
+    with pytest.raises(ValueError, match="eq. \\(165\\)"):
+        K.export_module(_NotEq165())
+
+
+class _NotEq165:
+    spec = {"layers": [{"type": "affine", "relu": False, "tensors": {"W": [2, 2]}}], "readout": "last",
+            "input_type": "vectors"}
+
+
 def test_trained_certified_not_above_float_correct(trained):
     data, r = trained
     v = K.certify(r, data)
@@ -78,10 +97,13 @@ def test_corrupted_weight_lowers_certified_count(trained):
     data, r = trained
     v = K.certify(r, data)
     assert v.certified > 0
-    m = r.model
-    W = m.layers[-1].W  # E_out: swap the rows of classes 0 and 1
-    bad = type(m)(m.layers[:-1] + (Affine((W[1], W[0], W[2])),), m.input_type, m.input_dim, m.readout, m.decode)
-    v2 = certify_examples(bad, data.dataset(onehot=True))
+    import copy
+
+    bad = copy.deepcopy(r.module)
+    with torch.no_grad():
+        W = bad.layers[-1].W  # E_out: swap the rows of classes 0 and 1
+        W[[0, 1]] = W[[1, 0]].clone()
+    v2 = verify_examples(K.export_module(bad), data.ids(), data.labels)
     assert v2.certified < v.certified
 
 
@@ -90,11 +112,17 @@ def test_certificate_rechecks(trained, tmp_path):
 
     data, r = trained
     path = tmp_path / "cert.json"
-    v = certify_examples(r.model, data.dataset(onehot=True), path=str(path))
+    v = K.certify(r, data, path=str(path))
     assert v.checker_status == "CERTIFIED" and path.exists()
     assert main(["check", str(path)]) == 0
-    preds = exact_predictions(r.model, data.dataset(onehot=True).inputs)
-    assert sum(p == y for p, y in zip(preds, data.labels)) == v.certified
+    # the exact exactmem Model of the same weights (Fractions: uniform attention and ReLU are exact)
+    # has the same verdict on every example as the ONNX door
+    from exactmem.model.forward import forward
+
+    out = forward(r.model, data.dataset(onehot=True).inputs).outputs
+    for o, y, verdict in zip(out, data.labels, v.verdicts):
+        strict = [k for k, x in enumerate(o) if all(x > z for j, z in enumerate(o) if j != k)]
+        assert verdict == ("certified" if strict == [y] else "refuted")
 
 
 def _tiny(monkeypatch, module, settings):

@@ -21,7 +21,7 @@ from exactmem.experiments import kruskal_real as kr  # noqa: E402
 from exactmem.experiments import mahdavi_fig2 as mf  # noqa: E402
 from exactmem.experiments import mahdavi_train as mt  # noqa: E402
 from exactmem.experiments.base import ExperimentError, RunConfig, run_experiment  # noqa: E402
-from exactmem.experiments.certify_trained import certify_examples  # noqa: E402
+from exactmem.experiments.certify_trained import verify_examples  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -54,11 +54,19 @@ def test_trained_network_certified_rechecked_and_corruption(tmp_path):
     r = mt.train(m, data, steps=600, eval_every=100, seed=0)
     correct = mt.float_correct(m, data)
     margins = mt.float_margins(m, data)
-    model = mt.to_exact(m)
-    ds = mt.exact_dataset(data, mt.sinusoidal_positions(data.n + 1, 64))
+    with torch.no_grad():  # the export twin computes the trained function (float32 rounding order only)
+        X = mt.exact_inputs_tensor(data)
+        assert torch.allclose(mt.export_module(m)(X), m(X), rtol=1e-5, atol=1e-4)
     cert = tmp_path / "trained.json"
-    v = certify_examples(model, ds, prec=128, path=str(cert))
+    v = verify_examples(mt.export_module(m), data.sequences(), data.labels, path=str(cert))
     assert v.certified >= 6 and v.checker_status == "CERTIFIED"
+    # the exact exactmem Model of the same weights gives the same verdict on every example
+    from exactmem.model.forward import forward
+
+    ds = mt.exact_dataset(data, mt.sinusoidal_positions(data.n + 1, 64))
+    for o, y, verdict in zip(forward(mt.to_exact(m), ds.inputs, prec=128).outputs, data.labels, v.verdicts):
+        win = [k for k, x in enumerate(o) if all(x > z for j, z in enumerate(o) if j != k)]
+        assert win and verdict == ("certified" if win[0] == int(y) else "refuted")
     assert sum(correct) == round(r.float_acc * 12)
     # certified <= float-correct up to examples whose float32 margin is within float error: the
     # exact argmax and the float32 argmax may only disagree there
@@ -75,7 +83,7 @@ def test_trained_network_certified_rechecked_and_corruption(tmp_path):
     t0 = v.certified_indices[0]
     with torch.no_grad():
         m.decoder.bias[int(data.labels[t0])] -= 1000.0
-    v2 = certify_examples(mt.to_exact(m), ds, prec=128)
+    v2 = verify_examples(mt.export_module(m), data.sequences(), data.labels)
     assert v2.certified < v.certified
     assert v2.verdicts[t0] == "refuted"
 

@@ -1,112 +1,131 @@
-"""Certify, example by example, what a trained network memorizes.
+"""Certify, example by example, what a trained network memorizes — through ``exactmem verify``.
 
-The trained float32 weights are imported exactly (:func:`exactmem.importer.from_state_dict`:
-every float is the rational it denotes). Then, per example, the exact forward pass (Arb balls
-after a softmax layer) decides one of three verdicts:
+The experiments' trained PyTorch networks go through the same door as any foreign model
+(``docs/verify.md``, issue 23): the module is exported by PyTorch's own exporter
+(``torch.onnx.export(..., dynamo=True)``), lowered to the graph of ``docs/verify-format.md``
+(every stored float32 weight and every float input taken exactly as the rational it denotes),
+and every example gets a claimed verdict from the producer's ball arithmetic. The certificate
+holds **every** example with its claimed verdict, and the independent kernel re-derives each
+one — ``pass`` and ``fail`` alike — and the claims ``n_pass == k``, ``n_fail == j``:
 
-* ``certified`` — the exact argmax is the label, and the independent checker certifies it:
-  one certificate holds every such example (``n_examples`` claimed), checked by the kernel
-  (or its accelerator / Dask shards), so the count is the checker's, not the producer's;
-* ``refuted`` — the exact argmax is strict and another label (or a tie: the papers need a
-  strict argmax);
-* ``unknown`` — a softmax layer's balls do not separate the top logit at the precision budget.
+* ``certified`` — claimed ``pass`` (the label's score is above every other score), confirmed;
+* ``refuted`` — claimed ``fail`` (another score is surely ≥ the label's; an exact tie is a
+  failure: the papers need a strict argmax), confirmed;
+* ``unknown`` — the enclosures still overlap at the precision budget (nothing is claimed).
 
-:func:`float_predictions` is the float32 accuracy the papers report, from the same weights.
+The counts an experiment reports are the certificate's ``n_pass`` / ``n_fail`` once the kernel
+returned CERTIFIED on it (the experiments' examples are pairwise distinct, so the counts are
+over rows as well). A kernel verdict other than CERTIFIED raises: producer and kernel disagree,
+which is a bug in one of them.
+
+Each experiment hands over an *export twin* of its trained module (``*_train.export_module``):
+the same tensors and the same real-number function, written with the operators the importer
+lowers (``MatMul`` instead of ``Einsum``/``ReduceSum``, ``embedding`` instead of advanced
+indexing) — see ``docs/experiments.md``.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
+import warnings
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence
-
-from ..data.dataset import Dataset
-from ..model.layers import Model
+from typing import Any, Dict, List, Optional
 
 CERTIFIED, REFUTED, UNKNOWN = "certified", "refuted", "unknown"
+_WORD = {"pass": CERTIFIED, "fail": REFUTED, "unknown": UNKNOWN}
 
 
 @dataclass
 class ExampleVerdicts:
-    """Per-example verdicts and the independent checker's verdict on the certified subset."""
+    """Per-example verdicts, confirmed by the kernel on a certificate that holds every example."""
 
-    verdicts: List[str]
-    predictions: List[Optional[int]]
-    checker_status: str  # CERTIFIED (or "none" when no example is certified)
+    verdicts: List[str]  # per row: certified | refuted | unknown
+    checker_status: str  # the kernel's verdict on the certificate (always CERTIFIED when returned)
     checker_message: str = ""
-    certified_indices: List[int] = field(default_factory=list)
+    counts: Dict[str, int] = field(default_factory=dict)  # the certificate's claims, kernel-confirmed
+    certificate: Optional[str] = None  # path, when one was written
+    bits: List[int] = field(default_factory=list)  # per row: the producer precision that decided it
+    n_params: int = 0  # entries of the lowered graph's weight constants
 
     def count(self, what: str) -> int:
         return sum(v == what for v in self.verdicts)
 
     @property
     def certified(self) -> int:
-        return self.count(CERTIFIED)
+        return self.counts.get("n_pass", self.count(CERTIFIED))
 
     @property
     def refuted(self) -> int:
-        return self.count(REFUTED)
+        return self.counts.get("n_fail", self.count(REFUTED))
 
     @property
     def unknown(self) -> int:
         return self.count(UNKNOWN)
 
-
-def exact_predictions(model: Model, inputs: Sequence, prec: int = 128) -> List[Any]:
-    """The exact argmax per example (an int), ``"tie"`` for an exact tie, ``None`` where Arb
-    balls do not separate the top logit (only after a softmax layer)."""
-    from ..model.forward import forward
-
-    if model.decode != "argmax":
-        raise ValueError("per-example certification of trained networks needs an argmax-decoded model")
-    res = forward(model, list(inputs), prec=prec)
-    out = []
-    for o in res.outputs:
-        if res.exact:
-            top = max(o)
-            win = [k for k, x in enumerate(o) if x == top]
-            out.append(win[0] if len(win) == 1 else "tie")
-        else:
-            win = [k for k, x in enumerate(o) if all(x > y for j, y in enumerate(o) if j != k)]
-            out.append(win[0] if win else None)  # balls that do not separate: undecided
-    return out
+    @property
+    def certified_indices(self) -> List[int]:
+        return [i for i, v in enumerate(self.verdicts) if v == CERTIFIED]
 
 
-def certify_examples(model: Model, dataset: Dataset, prec: int = 128, workers: int = 1,
-                     checker: str = "auto", path: Optional[str] = None) -> ExampleVerdicts:
-    """Per-example verdicts for ``model`` on ``dataset`` (argmax decoding, readout ``last``),
-    and the independent checker's verdict on the certificate of the examples called certified.
-    A producer/checker disagreement raises (it would be a bug in one of them)."""
-    from ..api import certify
-    from ..certificate.writer import Claim
+def _quiet_exporter() -> None:
+    """PyTorch's exporter logs one warning per missing optional package; not ours to show."""
+    import logging
 
-    preds = exact_predictions(model, dataset.inputs, prec)
-    verdicts = []
-    for p, y in zip(preds, dataset.labels):
-        if p is None:
-            verdicts.append(UNKNOWN)
-        elif p == y:
-            verdicts.append(CERTIFIED)
-        else:
-            verdicts.append(REFUTED)
-    idx = [i for i, v in enumerate(verdicts) if v == CERTIFIED]
-    if not idx:
-        return ExampleVerdicts(verdicts, [p if isinstance(p, int) else None for p in preds], "none",
-                               "no example is memorized exactly", [])
-    sub = Dataset([dataset.inputs[i] for i in idx], [dataset.labels[i] for i in idx], dataset.input_type,
-                  dataset.seed, dataset.name + " (exactly memorized subset)")
-    v = certify(model, sub, [Claim("n_examples", "==", len(idx), "examples the exact forward pass calls memorized")],
-                checker=checker, workers=workers, path=path, max_precision=max(prec, 128),
-                theorem="exactmem.experiments", instance=dataset.name or "trained")
+    logging.getLogger("torch.onnx._internal.exporter._registration").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", category=FutureWarning, module="copyreg")
+
+
+def _claims(doc: Dict[str, Any]) -> Dict[str, int]:
+    return {c["quantity"]: int(c["bound"]) for c in doc["claims"] if c["op"] == "=="}
+
+
+def kernel_check(doc: Dict[str, Any], path: Optional[str] = None, workers: int = 1):
+    """The kernel's verdict on a ``verify`` certificate, read back from its serialised bytes
+    (``path`` when it was written; ``workers`` > 1: sharded on a local Dask cluster)."""
+    from ..certificate.checker import check_certificate
+    from ..certificate.schema import decode_certificate, load_certificate
+
+    if workers > 1:
+        from ..distributed.check import check_sharded
+
+        if path is not None:
+            return check_sharded(path, workers=workers)
+        from ..certificate.writer import write_certificate
+
+        with tempfile.TemporaryDirectory(prefix="exactmem-verify-") as tmp:
+            return check_sharded(write_certificate(doc, os.path.join(tmp, "cert.json")), workers=workers)
+    if path is not None:
+        return check_certificate(load_certificate(path))
+    return check_certificate(decode_certificate(json.dumps(doc).encode("utf-8"), "certificate"))
+
+
+def verify_examples(module: Any, inputs: Any, labels: Any, *, workers: int = 1, path: Optional[str] = None,
+                    name: str = "trained", max_precision: int = 4096) -> ExampleVerdicts:
+    """Per-example verdicts of the torch ``module`` on ``inputs`` (N × n token ids or N × n × d
+    float32 vectors; scores read at the last position, or a [1, C] output) against ``labels``,
+    through :func:`exactmem.verify` (module docstring). ``path``: write the certificate there.
+    Raises RuntimeError unless the kernel returns CERTIFIED on the certificate."""
+    import numpy as np
+
+    from ..verify.run import verify
+
+    _quiet_exporter()
+    res = verify(module, np.asarray(inputs), np.asarray(labels), workers=workers, quiet=True,
+                 max_precision=max_precision, float_count=False, name=name)
+    doc = res.doc
+    if path is not None:
+        from ..certificate.writer import write_certificate
+
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        path = write_certificate(doc, path)
+    v = kernel_check(doc, path, workers)
     if v.status != "CERTIFIED":
-        raise RuntimeError(f"the independent checker does not certify the exactly memorized subset: {v.status} "
-                           f"{v.message}")
-    return ExampleVerdicts(verdicts, [p if isinstance(p, int) else None for p in preds], v.status, v.message, idx)
-
-
-def float_predictions(torch_module: Any, inputs: Any) -> List[int]:
-    """argmax of a PyTorch module's float32 logits (what training accuracy measures)."""
-    import torch
-
-    with torch.no_grad():
-        logits = torch_module(inputs)
-    return [int(i) for i in logits.argmax(dim=-1).reshape(-1).tolist()]
+        raise RuntimeError(f"the kernel does not confirm the claimed verdicts of {name}: {v.status} {v.message}")
+    counts = _claims(doc)
+    verdicts = [_WORD[x] for x in res.verdicts]
+    if counts.get("n_rows") == counts.get("n_examples") and (
+            counts.get("n_pass") != verdicts.count(CERTIFIED) or counts.get("n_fail") != verdicts.count(REFUTED)):
+        raise RuntimeError(f"certificate counts {counts} disagree with the per-example verdicts of {name}")
+    return ExampleVerdicts(verdicts, v.status, v.message, counts, path, list(res.bits), res.n_params)

@@ -13,10 +13,11 @@ look-up table g (Assumption 1), under the uniform prior on all N² bigrams (T0 =
 
 For each trained network: the float32 accuracy over all N² bigrams (= expected accuracy under the
 uniform prior), the paper's metric (mean accuracy of the last 100 training batches, labelled float),
-and the **certified** accuracy: the float32 weights are imported exactly and
-:func:`~exactmem.experiments.certify_trained.certify_examples` gives each bigram a verdict —
-certified (the exact softmax network's argmax is g(t), checked by the independent checker),
-refuted, or unknown (Arb balls do not separate the top logit at the precision budget). Beside them:
+and the **certified** accuracy: the trained network goes through ``exactmem verify``
+(:func:`~exactmem.experiments.certify_trained.verify_examples`: exported by ``torch.onnx.export``,
+float32 weights taken exactly) and each bigram gets a verdict the kernel re-derives from the
+certificate — certified (the real softmax network's argmax is g(t)), refuted (another token
+scores surely ≥ g(t)), or unknown (the enclosures do not separate at the precision budget). Beside them:
 Corollary 2's floor φ(H·d_h + d), Mahdavi et al.'s φ(H(d_h − 1) + 1), and at d = 2 the floor the
 proof really reaches, φ(d + H·min(d_h, d)), with φ(X) = 1/N + (1 − 1/N)·X/T0
 (:func:`exactmem.constructions.dana.corollary2_accuracy`). Examples whose float prediction is right
@@ -81,20 +82,19 @@ def bounds(N: int, d: int, dh: int, H: int, S: int = 2) -> Dict[str, Any]:
             "cor2_floor_exact": corollary2_accuracy(capacity(d, dh, H), T0, N)}
 
 
-def certify_replica(result, r: int, prec: int, workers: int, cert_dir: Optional[str], tag: str):
-    """Exact import of replica ``r`` and per-bigram verdicts (certify_examples); returns (verdicts, seconds)."""
-    from ..data.dataset import Dataset
-    from .certify_trained import certify_examples
-    from .dana_train import all_bigrams, exact_model
+def certify_replica(result, r: int, workers: int, cert_dir: Optional[str], tag: str):
+    """Replica ``r`` through ``exactmem verify`` (its export twin, every bigram a claimed verdict the
+    kernel re-derives: :func:`~exactmem.experiments.certify_trained.verify_examples`); returns
+    (verdicts, seconds)."""
+    from .certify_trained import verify_examples
+    from .dana_train import all_bigrams, export_module
 
     cfg = result.config
     rep = result.replicas[r]
     t0 = time.perf_counter()
-    model = exact_model(result.module, r)
-    ds = Dataset(all_bigrams(cfg.N, cfg.S), list(rep.table), "tokens", rep.seed,
-                 f"dana bigrams N={cfg.N} seed={rep.seed}")
     path = os.path.join(cert_dir, f"{tag}.json") if cert_dir else None
-    v = certify_examples(model, ds, prec=prec, workers=workers, path=path)
+    v = verify_examples(export_module(result.module, r), all_bigrams(cfg.N, cfg.S), list(rep.table),
+                        workers=workers, path=path, name=tag)
     return v, time.perf_counter() - t0
 
 
@@ -124,7 +124,7 @@ def run_point(record: Record, exp: str, cfg, n_certify: int, config: RunConfig, 
                                    float_last100_acc=round(rep.last_batch_acc, 6),
                                    float_correct=sum(rep.float_correct), final_loss=round(rep.final_loss, 5))
         if r < n_certify:
-            v, secs = certify_replica(res, r, 128, config.workers, cert_dir,
+            v, secs = certify_replica(res, r, config.workers, cert_dir,
                                       f"{exp}{label}-N{cfg.N}-d{cfg.d}-H{cfg.H}-dh{cfg.dh}-s{rep.seed}")
             gaps = gap_examples(res, r, v)
             extra = sum(1 for ok, x in zip(rep.float_correct, v.verdicts) if not ok and x == "certified")
@@ -291,8 +291,9 @@ def run(config: RunConfig, record: Record) -> None:
     plot(record, rows)
     record.note("float_acc: float32 argmax accuracy over all N² bigrams (uniform prior); float_last100_acc: the "
                 "paper's metric (mean of the last 100 training-batch accuracies), also float. certified_acc: "
-                "bigrams whose exact argmax (float32 weights taken exactly, softmax in Arb balls at 128 bits) is "
-                "the label, re-checked by the independent checker, divided by N².")
+                "bigrams whose claimed verdict 'pass' (exactmem verify: torch.onnx.export, float32 weights taken "
+                "exactly, softmax in certified balls, 64 to 4096 bits) the kernel confirms from the certificate, "
+                "divided by N²; refuted: claimed 'fail', also confirmed; unknown: undecided at 4096 bits.")
     record.note("Training: official-code hyper-parameters (2^6 batches x 2^8, 2^6 epochs, Adam, LR 0.01 -> 0.0005 "
                 "linear); row exp1_lr_text: the App. B text's batches of 2^10 and LR 0.1 -> 0.05.")
     if config.quick:

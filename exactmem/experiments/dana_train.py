@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Tuple
 from ..model.layers import Affine, Attention, Embed, Head, Model
 
 __all__ = ["TrainConfig", "Replica", "TrainResult", "lookup_table", "all_bigrams", "sample_batches", "make_aot",
-           "train_aot", "state_dict_for_exactmem", "exact_model", "like_model", "float_logits"]
+           "train_aot", "export_module", "state_dict_for_exactmem", "exact_model", "like_model", "float_logits"]
 
 
 @dataclass
@@ -204,6 +204,40 @@ def train_aot(cfg: TrainConfig, log_every: int = 0) -> TrainResult:
     reps = [Replica(s, t, c, float(a), float(l)) for s, t, c, a, l in
             zip(cfg.seeds, tables, correct, last, loss_r.detach().tolist())]
     return TrainResult(cfg, model, reps, time.perf_counter() - t0, history)
+
+
+# ----------------------------------------------------------------------------- export (exactmem verify)
+
+def export_module(module, r: int = 0):
+    """Replica ``r`` of a trained :func:`make_aot` module as its export twin for ``exactmem verify``:
+    the same float32 tensors and the same real-number function (eq. (2)) on [B, S] token ids ->
+    [B, N] logits at the last position, written with the operators the verify importer lowers
+    (``embedding`` for ``E[t]`` instead of advanced indexing, batched ``matmul`` instead of
+    ``einsum``, the sum over heads as one product with the heads' W_O side by side)."""
+    import torch
+    from torch import nn
+
+    class AoTReplica(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.H, self.dh, self.d = module.H, module.dh, module.d
+            for nm in ("E", "P", "WQ", "WK", "WV", "WO", "WU"):
+                self.register_buffer(nm, getattr(module, nm)[r].detach())
+
+        def forward(self, tok):
+            H, dh, d = self.H, self.dh, self.d
+            B, S = tok.shape
+            X = nn.functional.embedding(tok, self.E) + self.P[:S].unsqueeze(0)  # B×S×d
+            xq = X[:, -1:, :]  # B×1×d: the last position queries
+            q = (xq @ self.WQ.reshape(H * dh, d).T).reshape(B, 1, H, dh).transpose(1, 2)  # B×H×1×d_h
+            k = (X @ self.WK.reshape(H * dh, d).T).reshape(B, S, H, dh).transpose(1, 2)  # B×H×S×d_h
+            a = torch.softmax(q @ k.transpose(2, 3), dim=-1)  # B×H×1×S (no 1/√d_h scale: eq. (2))
+            A = a @ X.unsqueeze(1)  # B×H×1×d, attention before output A^h(t)
+            v = A @ self.WV.transpose(1, 2)  # B×H×1×d_h
+            o = v.transpose(1, 2).reshape(B, H * dh) @ self.WO.transpose(1, 2).reshape(H * dh, d)  # Σ_h W_O^h v^h
+            return (xq[:, 0, :] + o) @ self.WU.T  # skip connection, unembedding
+
+    return AoTReplica().eval()
 
 
 # ----------------------------------------------------------------------------- torch -> exact

@@ -6,9 +6,10 @@ The eq. (165) network of :mod:`exactmem.experiments.kajitsuka_train` (one unifor
 layer between two stacks of #blocks eq.-(3) blocks, m = 2, q = 4m) is trained with AdamW,
 full batch, for 1000 epochs (no early stop: the figure's curves run the whole budget); of the
 tuning trials (the paper: two Optuna trials) the one with the lowest final loss is kept. At the
-end, the float32 weights are imported exactly and every example is judged by exactmem
-(certified / refuted; uniform attention and ReLU are exact, so never unknown), the certified
-set checked by the independent checker. The float and certified accuracies are drawn side by
+end, the trained network goes through ``exactmem verify`` (exported by ``torch.onnx.export``,
+float32 weights taken exactly) and every example is judged (certified / refuted; uniform
+attention and ReLU keep the values exact, so no unknown), each claimed verdict re-derived by
+the kernel from the certificate. The float and certified accuracies are drawn side by
 side, and the examples right in float32 but not certified are listed.
 """
 

@@ -7,9 +7,9 @@ trained with AdamW, full batch, for at most 1000 epochs, over the tuning trials,
 #blocks. Each trained network is judged twice:
 
 * the paper's float rule: training error (cross-entropy loss) below ε = 0.01 (App. H);
-* exactmem's certificate: the float32 weights imported exactly, every example CERTIFIED
-  (exact forward pass — uniform attention and ReLU are exact, so no UNKNOWN — and the
-  independent checker's verdict on the memorized set).
+* exactmem's certificate: the network through ``exactmem verify`` (float32 weights taken
+  exactly; uniform attention and ReLU keep the values exact, so no UNKNOWN), every example
+  CERTIFIED — each claimed verdict, pass or fail, re-derived by the kernel.
 
 The minimum #blocks by each rule is plotted against N with least-squares c·√N and c·N curves,
 the fitted exponent of N, and the paper's values (read from its Fig. 3); a second panel

@@ -341,18 +341,76 @@ def train(data: TextData, blocks: int, lr: float, warmup: int, epochs: int, seed
                        sum(corr) / len(corr), corr, curve, time.perf_counter() - t0)
 
 
+def export_module(module: Any):
+    """The export twin of a trained eq.-(165) module (:func:`exactmem.export.to_torch` of
+    :func:`build_model`): the same float32 tensors and the same real-number function at the
+    read-out position, written with the operators ``exactmem verify`` lowers — ``embedding``
+    (ONNX ``Gather``) for E_in on token ids, ``mean`` over the n tokens (``ReduceMean``: the
+    uniform weights 1/n are exact), matrix products. F₂ and E_out act token-wise, so after the
+    attention layer only the read-out (last) token is computed."""
+    import torch
+    from torch import nn
+
+    spec = module.spec["layers"]
+    blocks = (len(spec) - 3) // 2
+    kinds = [L["type"] for L in spec]
+    att = spec[1 + blocks] if len(spec) >= 3 else {}
+    ffs = kinds[1:1 + blocks] + kinds[2 + blocks:-1]
+    if (blocks < 1 or len(spec) != 2 * blocks + 3 or ffs != ["feedforward"] * (2 * blocks) or kinds[-1] != "affine"
+            or att.get("type") != "attention" or att.get("kind") != "uniform"
+            or att.get("heads") != 1 or att.get("keys") != "all" or not att.get("residual")
+            or not all(L["residual"] for L in spec if L["type"] == "feedforward")
+            or spec[-1]["relu"] or "b" in spec[-1]["tensors"] or module.spec["readout"] != "last"):
+        raise ValueError("export_module expects the eq. (165) network of kajitsuka_train.build_model")
+    tokens = module.spec["input_type"] == "tokens"
+    L = list(module.layers)
+
+    class Eq165Twin(nn.Module):
+        """Eq. (165) on [B, n] token ids (or [B, n, d] vectors) -> [B, C] scores at the last token."""
+
+        def __init__(self):
+            super().__init__()
+            self.blocks = blocks
+            self.register_buffer("E_in", (L[0].E if tokens else L[0].W).detach())
+            for i, lay in enumerate(L[1:1 + blocks] + L[2 + blocks:-1]):
+                for k in ("W1", "b1", "W2", "b2"):
+                    self.register_buffer(f"ff{i}_{k}", getattr(lay, k).detach())
+            head = L[1 + blocks].heads[0]
+            self.register_buffer("WV", head.WV.detach())
+            self.register_buffer("WO", head.WO.detach())
+            self.register_buffer("E_out", L[-1].W.detach())
+
+        def _ff(self, i, X):
+            g = lambda k: getattr(self, f"ff{i}_{k}")  # noqa: E731
+            return X + torch.relu(X @ g("W1").T + g("b1")) @ g("W2").T + g("b2")
+
+        def forward(self, x):
+            X = nn.functional.embedding(x, self.E_in) if tokens else x @ self.E_in.T
+            for i in range(self.blocks):
+                X = self._ff(i, X)
+            z = X[:, -1, :] + (X.mean(dim=1) @ self.WV.T) @ self.WO.T  # eq. (39) at the read-out token
+            for i in range(self.blocks, 2 * self.blocks):
+                z = self._ff(i, z)
+            return z @ self.E_out.T
+
+    return Eq165Twin().eval()
+
+
 def certify(result: TrainResult, data: TextData, workers: int = 1, path: Optional[str] = None):
-    """exactmem's per-example verdicts on the trained weights (uniform attention and ReLU are
-    exact: certified or refuted, never unknown); the certified subset is checked by the
-    independent checker (:func:`exactmem.experiments.certify_trained.certify_examples`)."""
-    from .certify_trained import certify_examples
+    """Per-example verdicts on the trained weights through ``exactmem verify``
+    (:func:`exactmem.experiments.certify_trained.verify_examples`): every example is claimed
+    pass/fail/unknown and the kernel re-derives each claim. Uniform attention (weights 1/n,
+    n = 8) and ReLU keep the float32 weights' dyadic values exact, so no UNKNOWN is expected."""
+    from .certify_trained import verify_examples
 
     onehot = result.model.input_type == "tokens"
-    return certify_examples(result.model, data.dataset(onehot), workers=workers, path=path)
+    X = np.asarray(data.ids(), dtype=np.int64) if onehot else data.array()
+    return verify_examples(export_module(result.module), X, np.asarray(data.labels, dtype=np.int64),
+                           workers=workers, path=path, name=f"kajitsuka-eq165-blocks{result.blocks}-N{data.N}")
 
 
 def gap(result: TrainResult, verdicts) -> List[int]:
-    """Examples right in float32 whose exact verdict is not CERTIFIED (the float/exact gap)."""
+    """Examples right in float32 whose verdict is not CERTIFIED (the float/exact gap)."""
     return [i for i, (ok, v) in enumerate(zip(result.float_correct, verdicts.verdicts)) if ok and v != "certified"]
 
 
