@@ -47,7 +47,7 @@ _LAZY = {
     "inspect": ("exactmem.inspect_model", "inspect"),
     "measure": ("exactmem.model.measure", "measure"),
     "verify": ("exactmem.verify", "verify"),
-    "sweep_bits": ("exactmem.verify.bits", "sweep_bits"),
+    "sweep_bits": ("exactmem.verify.bits_report", "sweep_bits"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -22,6 +22,7 @@ from exactmem.certificate.checker import check_certificate  # noqa: E402
 from exactmem.certificate.schema import load_certificate  # noqa: E402
 from exactmem.numbers import round_to_bits  # noqa: E402
 from exactmem.verify.bits import encode_bits, round_model, weight_initializers  # noqa: E402
+from exactmem.verify.bits_report import markdown_table  # noqa: E402
 from exactmem.verify.floats import decode_bits, exact_array  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -156,7 +157,7 @@ def test_b_star_certified_and_the_claim_at_b_star_minus_1_refuted(tiny):
     v = check_certificate(load_certificate(res.certificates["b_star_minus_1_claims_all"]))
     assert v.status == "REFUTED" and v.witness["example"] in res.points[b - 1].lost
     assert os.path.exists(os.path.join(d, "out", "bits.md")) and os.path.exists(os.path.join(d, "out", "bits.json"))
-    table = res.table()
+    table = markdown_table(res)
     assert "bfloat16" in table and "**b\\***" in table
 
 

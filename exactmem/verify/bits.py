@@ -276,11 +276,6 @@ class BitsResult:
                 "plot": self.plot, "table": self.table_path, "notes": self.notes,
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
 
-    def table(self) -> str:
-        from .bits_report import markdown_table
-
-        return markdown_table(self)
-
 
 def _distinct_status(ex: Examples, verdicts: Sequence[str]) -> Dict[int, str]:
     """Per distinct input (keyed by its first row): pass if some row of it passes, else fail if
@@ -497,7 +492,7 @@ def sweep_bits(model, inputs=None, labels=None, *, bits: Sequence[int] = DEFAULT
                position: str = "last", out: Optional[str] = None, workers: int = 1, neighbours: int = 2,
                check: bool = True, plot: bool = True, formats: bool = True, max_precision: int = 4096,
                float_count: bool = True, quiet: bool = True, name: Optional[str] = None,
-               weights: Optional[Iterable[str]] = None) -> BitsResult:
+               weights: Optional[Iterable[str]] = None, write=None) -> BitsResult:
     """Sweep the weight bit-width of a trained network (see the module docstring).
 
     ``model``: an ONNX path, a ``ModelProto`` or a ``torch.nn.Module`` (as for ``em.verify``);
@@ -506,8 +501,10 @@ def sweep_bits(model, inputs=None, labels=None, *, bits: Sequence[int] = DEFAULT
     ``neighbours`` widths on each side. ``out``: directory for the certificates at ``b*`` and
     ``b* − 1`` (checked by the kernel when ``check``), ``bits.json``, ``bits.md`` and
     ``bits.png`` (when ``plot`` and matplotlib is installed). ``weights``: names of the
-    initializers to round (default: :func:`weight_initializers`). Raises
-    :class:`VerifyInputError` (one line) on bad input."""
+    initializers to round (default: :func:`weight_initializers`). ``write(result, out, plot)``
+    writes the tables and plot into ``out`` at the end (``exactmem.verify.bits_report.sweep_bits``
+    passes it; this module does not import the report). Raises :class:`VerifyInputError` (one
+    line) on bad input."""
     t0 = time.perf_counter()
     req = _bits_list(bits)
     if workers < 1:
@@ -545,15 +542,10 @@ def sweep_bits(model, inputs=None, labels=None, *, bits: Sequence[int] = DEFAULT
     if out is not None:
         os.makedirs(out, exist_ok=True)
         res.certificates, res.kernel = write_and_check(sw, b_star, out, check, workers)
-        from .bits_report import write_outputs
-
-        write_outputs(res, out, plot=plot)
     sw.keep_docs(())
     t_end = time.perf_counter()
     res.seconds = {"full": t_full - t0, "sweep": t_sweep - t_full, "certificates": t_end - t_sweep,
                    "total": t_end - t0}
-    if out is not None:
-        from .bits_report import write_json
-
-        write_json(res, out)
+    if out is not None and write is not None:
+        write(res, out, plot)
     return res

@@ -11,9 +11,10 @@ import os
 import sys
 from typing import Any, Dict, List, Optional
 
-from .bits import FORMAT_MARKS, BitsResult
+from . import bits as _bits
+from .bits import DEFAULT_BITS, FORMAT_MARKS, BitsResult
 
-__all__ = ["markdown_table", "side_by_side", "construction_rows", "plot_counts", "write_outputs", "write_json", "cli"]
+__all__ = ["sweep_bits", "markdown_table", "side_by_side", "construction_rows", "plot_counts", "write_outputs", "write_json", "cli"]
 
 BITS_JSON, BITS_MD, BITS_PNG = "bits.json", "bits.md", "bits.png"
 
@@ -169,7 +170,6 @@ def parse_bits(text: Optional[str]) -> List[int]:
     from .onnx_import import VerifyInputError
 
     if text is None:
-        from .bits import DEFAULT_BITS
 
         return list(DEFAULT_BITS)
     try:
@@ -184,7 +184,6 @@ def parse_bits(text: Optional[str]) -> List[int]:
 def cli(args) -> int:
     """``sweep MODEL.onnx --data DATA.npz [--bits …] [--out DIR] [--json] [--workers N]``: exit 0
     when the sweep ran (whatever the counts), 3 for bad input (one line)."""
-    from .bits import sweep_bits
     from .onnx_import import VerifyInputError
 
     try:
@@ -209,3 +208,15 @@ def cli(args) -> int:
         print(h)
     print(f"results: {res.table_path}, {os.path.join(out, BITS_JSON)}" + (f", {res.plot}" if res.plot else ""))
     return 0
+
+
+def _write_all(res: BitsResult, out: str, plot: bool) -> None:
+    """The table, headline and plot (``write_outputs``), then ``bits.json`` (with the timings)."""
+    write_outputs(res, out, plot=plot)
+    write_json(res, out)
+
+
+def sweep_bits(*args, **kwargs) -> BitsResult:
+    """``em.sweep_bits``: :func:`exactmem.verify.bits.sweep_bits`, writing ``bits.md``,
+    ``bits.png`` and ``bits.json`` into ``out`` when one is given."""
+    return _bits.sweep_bits(*args, write=_write_all, **kwargs)
