@@ -3,7 +3,6 @@ irrational ops against mpmath at 60 digits, claimed verdicts confirmed / refuted
 malformed graphs, the time limit, and the speed of a GPT-2-sized graph. Certificates are built by
 hand (no importer)."""
 
-import json
 import sys
 import time
 from fractions import Fraction

@@ -85,7 +85,7 @@ def connect(scheduler: str, until_ns: Optional[int] = None):
         raise ClusterError(f"cannot reach the Dask scheduler at {scheduler}: {e} (waited up to {bound})") from None
     try:
         c.wait_for_workers(1, timeout=dask_timeout(_left_ns(stop)))
-    except (OSError, TimeoutError) as e:
+    except (OSError, TimeoutError):
         c.close()
         raise ClusterError(f"no Dask worker is attached to the scheduler at {scheduler} (waited up to {bound}; "
                            f"start one with `dask worker {scheduler}`)") from None

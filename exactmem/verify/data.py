@@ -4,7 +4,7 @@ and taken exactly (float vectors become the rationals they denote)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 import numpy as np
 
