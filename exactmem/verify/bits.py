@@ -39,7 +39,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..numbers import least_true, round_to_bits
-from .data import Examples, examples, load_npz
+from .data import Examples, given_examples
 from .floats import FORMATS, decode_bits
 from .onnx_import import VerifyInputError, load_onnx
 
@@ -511,11 +511,7 @@ def sweep_bits(model, inputs=None, labels=None, *, bits: Sequence[int] = DEFAULT
         raise VerifyInputError("--workers must be at least 1")
     if neighbours < 0:
         raise VerifyInputError("--neighbours must be at least 0")
-    if data is not None:
-        inputs, labels = load_npz(data)
-    if inputs is None or labels is None:
-        raise VerifyInputError("give inputs and labels (or data=PATH.npz)")
-    ex = examples(inputs, labels, position)
+    ex = given_examples(inputs, labels, data, position)
     mp, name = _model_proto(model, ex, quiet, name)
     auto, kept = weight_initializers(mp)
     wnames = auto if weights is None else list(weights)

@@ -96,3 +96,13 @@ def examples(inputs, labels, position: str = "last") -> Examples:
     except NonFinite as e:
         raise VerifyInputError(f"inputs hold {e.what} at index {list(e.index)}") from None
     return Examples("vectors", x, exact, y.astype(np.int64), position)
+
+
+def given_examples(inputs, labels, data: Optional[str], position: str = "last") -> Examples:
+    """The examples of ``inputs``/``labels``, or of the ``.npz`` at ``data`` when given; one
+    line (:class:`VerifyInputError`) when neither is complete."""
+    if data is not None:
+        inputs, labels = load_npz(data)
+    if inputs is None or labels is None:
+        raise VerifyInputError("give inputs and labels (or data=PATH.npz)")
+    return examples(inputs, labels, position)

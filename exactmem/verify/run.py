@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from .data import Examples, examples
+from .data import Examples, given_examples
 from .evaluate import PRECISIONS, Program, judge
 from .onnx_import import VerifyInputError, load_onnx, lower
 
@@ -157,13 +157,7 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
         raise VerifyInputError("--workers must be at least 1")
     if max_precision < 64:
         raise VerifyInputError("--max-precision must be at least 64 bits")
-    if data is not None:
-        from .data import load_npz
-
-        inputs, labels = load_npz(data)
-    if inputs is None or labels is None:
-        raise VerifyInputError("give inputs and labels (or data=PATH.npz)")
-    ex = examples(inputs, labels, position)
+    ex = given_examples(inputs, labels, data, position)
     if hasattr(model, "state_dict") and hasattr(model, "forward"):
         mp = export_torch(model, ex.raw[:1], quiet=quiet)
         name = name or type(model).__name__
