@@ -162,6 +162,19 @@ def test_gpt2_next_token(tmp_path):
     assert {"Gather", "LayerNormalization", "Softmax", "Tanh", "Pow"} <= ops
     rc, text = _check(res.certificate)
     assert rc == 0 and "CERTIFIED" in text
+    # the same network as an ONNX file written by torch.onnx.export, through the command line
+    path, data = str(tmp_path / "gpt2.onnx"), str(tmp_path / "data.npz")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        onnx.save(export_torch(m, X[:1]), path)
+    np.savez(data, inputs=X, labels=y)
+    r = _cli("verify", path, "--data", data, "--out", str(tmp_path / "cli"), "--json", "--quiet")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert (out["certified"], out["refuted"], out["unknown"], out["n_distinct"]) == (8, 4, 0, 12)
+    assert out["float_count"] == 8
+    rc, text = _check(out["certificate"])
+    assert rc == 0 and "CERTIFIED" in text
 
 
 def test_gpt2_position_all(tmp_path):
