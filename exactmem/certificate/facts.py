@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 from fractions import Fraction
+from math import lcm
+from operator import mul, sub
 from typing import Dict, List, Optional, Tuple
 
 DATA_QUANTITIES = ("n_examples", "n_rows", "seq_len", "label_classes", "distinct_tokens", "max_norm2", "min_sep2")
@@ -122,13 +124,16 @@ class DataFacts:
             q.update({"n_" + k: len(v) for k, v in self.verdicts.items()})
         if self.vectors:
             vs = [v for v in self.tokens.values() if v is not None]
-            q["max_norm2"] = max((sum(x * x for x in v) for v in vs), default=Fraction(0))
+            L = lcm(*(x.denominator for v in vs for x in v)) if vs else 1  # integer coordinates over L
+            iv = [[x.numerator * (L // x.denominator) for x in v] for v in vs]
+            q["max_norm2"] = Fraction(max((sum(map(mul, v, v)) for v in iv), default=0), L * L)
             best = None
-            for i, v in enumerate(vs):  # Kajitsuka & Sato's δ: the least gap between distinct tokens
+            for i, v in enumerate(iv):  # Kajitsuka & Sato's δ: the least gap between distinct tokens
                 if tick is not None:
                     tick()
-                for w in vs[:i]:
-                    d = sum((a - b) * (a - b) for a, b in zip(v, w))
+                for w in iv[:i]:
+                    dv = list(map(sub, v, w))
+                    d = sum(map(mul, dv, dv))
                     best = d if best is None or d < best else best
-            q["min_sep2"] = best
+            q["min_sep2"] = None if best is None else Fraction(best, L * L)
         return q
