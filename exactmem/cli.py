@@ -97,6 +97,16 @@ def _cmd_verify(args) -> int:
 
 
 def _cmd_inspect(args) -> int:
+    if args.html:  # one self-contained page: layers, bits plot, claims, per-example verdicts (inspect_html.py)
+        from .inspect_html import InspectError, write_html
+
+        try:
+            out, verdict = write_html(args.cert, args.html)
+        except (InspectError, OSError) as e:
+            print(f"exactmem: error: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"wrote {out} ({verdict})")
+        return EXIT_OK
     from .certificate.checker import MalformedCertificate, load_certificate
     from .model.serialize import model_from_json
     from .model.summary import summarize
@@ -257,6 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("inspect", help="print a summary of the model in a certificate")
     i.add_argument("cert")
+    i.add_argument("--html", metavar="OUT.html", default=None,
+                   help="write one self-contained HTML page instead (checks the certificate; docs/cli.md)")
     i.set_defaults(fn=_cmd_inspect)
 
     w = sub.add_parser("sweep", help="bit-precision sweep over the theorems of a proof file (docs/precision.md)")
