@@ -65,7 +65,7 @@ def _cmd_certify(args) -> int:
 def _cmd_check(args) -> int:
     from .certificate.command import main as check_main
 
-    return check_main(args.argv_rest)
+    return check_main(["check", *args.argv_rest])  # the leading word: `check check` checks a file named "check"
 
 
 def _cmd_verify(args) -> int:
@@ -220,6 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .certificate.command import add_cluster_arguments
 
     p = argparse.ArgumentParser(prog="exactmem", description="Exact proof checker for Transformer memorization constructions.")
+    p.add_argument("--version", action="version", version=f"exactmem {version()}",
+                   help="print the version of exactmem and exit")
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("certify", help="build and certify every theorem instance of a proof file")
@@ -266,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(fn=_cmd_verify)
 
     i = sub.add_parser("inspect", help="print a summary of the model in a certificate")
-    i.add_argument("cert")
+    i.add_argument("cert", help="certificate file (.json or .json.gz)")
     i.add_argument("--html", metavar="OUT.html", default=None,
                    help="write one self-contained HTML page instead (checks the certificate; docs/cli.md)")
     i.set_defaults(fn=_cmd_inspect)
@@ -341,13 +343,72 @@ def build_parser() -> argparse.ArgumentParser:
     from .experiments.cli import add_parser as add_experiment_parser
 
     add_experiment_parser(sub)
+    _usage_errors_exit_3(p)
     return p
+
+
+def version() -> str:
+    """The installed distribution's version, else ``exactmem.__version__`` (a source tree on the path)."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version as dist_version
+
+        return dist_version("exactmem")
+    except (ImportError, PackageNotFoundError):
+        from . import __version__
+
+        return __version__
+
+
+class UsageError(Exception):
+    """A command line argparse rejects: printed as one line ``exactmem: error: ...``, exit 3."""
+
+
+def _short_usage(parser: argparse.ArgumentParser) -> str:
+    words = [parser.prog, "[options]"]
+    for a in parser._actions:
+        if a.option_strings or a.help == argparse.SUPPRESS:
+            continue
+        name = a.metavar or (a.dest.upper() if not a.choices else "{" + ",".join(a.choices) + "}")
+        words.append(f"[{name}]" if a.nargs == "?" else f"{name} ..." if a.nargs == argparse.PARSER else name)
+    return " ".join(words)
+
+
+def _usage_errors_exit_3(parser: argparse.ArgumentParser) -> None:
+    """Every parser of the tree reports a usage error as one line naming the command and the
+    option, with its usage and where the help is, exit 3: argparse's own exit 2 means UNKNOWN
+    here. Extra arguments are reported by the subcommand they follow (its usage, not the top's)."""
+
+    def error(message, parser=parser):
+        cmd = parser.prog[len("exactmem "):] if parser.prog.startswith("exactmem ") else ""
+        raise UsageError(f"{cmd + ': ' if cmd else ''}{' '.join(str(message).split())}; "
+                         f"usage: {_short_usage(parser)} (see `{parser.prog} --help`)")
+
+    known = parser.parse_known_args
+
+    def parse_known_args(args=None, namespace=None, parser=parser, known=known):
+        ns, extras = known(args, namespace)
+        if extras:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns, extras
+
+    parser.error = error
+    parser.parse_known_args = parse_known_args
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                _usage_errors_exit_3(child)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(argv)
+        try:
+            args = build_parser().parse_args(argv)
+        except UsageError as e:
+            print(f"exactmem: error: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        except SystemExit as e:  # --help, --version: printed, exit 0
+            return e.code if isinstance(e.code, int) else EXIT_BAD_INPUT
         args.argv_rest = argv[1:]  # for the commands recorded by sweep/report
         return args.fn(args)
     except KeyboardInterrupt:

@@ -378,7 +378,6 @@ def test_cli_chain_and_exit_codes(capsys):
     assert main(["bounds", "chain", "--n", "8", "--N", "1000", "--arch", "d=1,m=2,s=1,H=1,q=4,L=3"]) == 0
     assert "RULED OUT" in capsys.readouterr().out
     for argv in (["bounds", "minw", "--n", "0"], ["bounds", "chain", "--arch", "d=1"],
-                 ["bounds", "chain", "--arch", "d=1,m=1,s=1,H=1,q=1,L=1", "--convention", "nope"],
                  ["bounds", "bits", "--N", "many"], ["bounds", "run", "no/such/file.py"],
                  ["bounds", "degrees", "--arch", "d=4,m=4,s=4,H=4,q=4,L=3"],
                  ["bounds", "brute", "--values", "a,b"], ["bounds", "plot", "--out", "/no/such/dir/x.png"]):
@@ -388,11 +387,12 @@ def test_cli_chain_and_exit_codes(capsys):
 
 
 def test_cli_usage_errors_exit_3(capsys):
-    for argv in (["bounds"], ["bounds", "minw", "--bogus"], ["bounds", "frobnicate"]):
-        with pytest.raises(SystemExit) as e:
-            main(argv)
-        assert e.value.code == 3
-        assert "error:" in capsys.readouterr().err
+    for argv in (["bounds"], ["bounds", "minw", "--bogus"], ["bounds", "frobnicate"],
+                 ["bounds", "chain", "--arch", "d=1,m=1,s=1,H=1,q=1,L=1", "--convention", "nope"],
+                 ["bounds", "next-token", "--reduction", "--kind", "max"], ["bounds", "run", "--size", "huge"]):
+        assert main(argv) == 3, argv
+        err = capsys.readouterr().err
+        assert err.startswith("exactmem: error: bounds") and len(err.splitlines()) == 1, err
 
 
 def test_cli_next_token_bits_degrees_brute(capsys):

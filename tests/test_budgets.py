@@ -251,7 +251,7 @@ def test_cli_time_limit_on_a_real_check(tmp_path):
     code, out, _, _ = run_check(p, "--time-limit", "none")
     assert code == 0
     code, _, err, _ = run_check(p, "--time-limit", "-3")
-    assert code == 3 and "usage error" in one_line(err)
+    assert code == 3 and one_line(err).startswith("exactmem: error: --time-limit must be positive")
 
 
 # ---------------------------------------------------------------- intermediate values, file size

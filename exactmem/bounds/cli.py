@@ -87,15 +87,18 @@ def add_parser(sub) -> None:
 
     p = acts.add_parser("chain", help="every step of Thm B.3's chain for one architecture and (n, N)")
     common(p, None, "8", "1000")
-    p.add_argument("--convention", default="paper", help="parameter count: paper (eq. (92)) or exact")
+    p.add_argument("--convention", default="paper", choices=("paper", "exact"),
+                   help="parameter count: paper (eq. (92)) or exact (default paper)")
     p.add_argument("--all-steps", action="store_true", help="do not elide the middle of long tables")
     _certificate_option(p)
 
     p = acts.add_parser("next-token", help="Thm 4.2: explicit bounds and the repeated-token reduction")
     common(p, None, "4", "10000")
-    p.add_argument("--convention", default="paper", help="parameter count: paper or exact")
+    p.add_argument("--convention", default="paper", choices=("paper", "exact"),
+                   help="parameter count: paper or exact (default paper)")
     p.add_argument("--reduction", action="store_true", help="check the reduction (64)–(65) on a random instance")
-    p.add_argument("--kind", default="hardmax", help="attention kind for --reduction: hardmax, uniform, softmax")
+    p.add_argument("--kind", default="hardmax", choices=("hardmax", "uniform", "softmax"),
+                   help="attention kind for --reduction (default hardmax)")
     p.add_argument("--seed", default="0", help="seed for --reduction (default 0)")
     _certificate_option(p)
 
@@ -109,31 +112,34 @@ def add_parser(sub) -> None:
 
     p = acts.add_parser("degrees", help="degree/count bookkeeping checked with sympy polynomials")
     common(p, DEFAULT_ARCH, "2", "1")
-    p.add_argument("--convention", default="paper", help="parameter count: paper or exact")
-    p.add_argument("--seed", default="0", help="seed of the cell point θ0")
+    p.add_argument("--convention", default="paper", choices=("paper", "exact"),
+                   help="parameter count: paper or exact (default paper)")
+    p.add_argument("--seed", default="0", help="seed of the cell point θ0 (default 0)")
 
     p = acts.add_parser("brute", help="brute-force output sign patterns of a toy hardmax Transformer")
     common(p, "d=1,m=1,s=1,H=1,q=1,L=1", "2", "2")
     p.add_argument("--values", default="-1,0,1", help="parameter values (default -1,0,1)")
     p.add_argument("--samples", default="4000", help="number of seeded samples (default 4000)")
     p.add_argument("--exhaustive", action="store_true", help="enumerate the whole grid instead of sampling")
-    p.add_argument("--seed", default="0")
+    p.add_argument("--seed", default="0", help="seed of the sampling (default 0)")
 
     p = acts.add_parser("run", help="run a lower-bound file (default: the packaged lower_bounds, also proofs/lower_bounds.py)")
-    p.add_argument("file", nargs="?", default=DEFAULT_FILE)
-    p.add_argument("--size", default="small", help="small | medium | large")
+    p.add_argument("file", nargs="?", default=DEFAULT_FILE,
+                   help=f"lower-bound file, or the bare name of a packaged one (default {DEFAULT_FILE})")
+    p.add_argument("--size", default="small", choices=("small", "medium", "large"),
+                   help="which instances to run (default small)")
     p.add_argument("--only", default=None, help="only theorems whose name contains this text")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the rows (with each report) as JSON")
     p.add_argument("--verbose", action="store_true", help="print every report")
     _certificate_option(p, "DIR")
-    p.add_argument("--debug", action="store_true")
+    p.add_argument("--debug", action="store_true", help="show tracebacks for bad input")
 
     p = acts.add_parser("plot", help="PNG of the lower bounds vs the O(N) baseline (needs matplotlib)")
-    p.add_argument("--out", default="docs/lower-bounds.png")
+    p.add_argument("--out", default="docs/lower-bounds.png", help="the PNG file (default docs/lower-bounds.png)")
     p.add_argument("--quick", action="store_true", help="fewer points (about 2 s instead of about 10 s; the full plot "
                                                           "goes to N = 10^12)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--debug", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the plotted series as JSON instead of the table")
+    p.add_argument("--debug", action="store_true", help="show tracebacks for bad input")
     for parser in [b] + list(acts.choices.values()):
         _exit_3_on_usage_errors(parser)
     b.set_defaults(fn=run)

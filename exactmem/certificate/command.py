@@ -25,7 +25,7 @@ class _UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
-        raise _UsageError(message)
+        raise _UsageError(f"check: {message}; usage: exactmem check [options] CERT (see `exactmem check --help`)")
 
 
 def _positive(text: str, what: str) -> int:
@@ -123,7 +123,7 @@ def _sharded(args, limits: Limits):
 def main(argv: Optional[List[str]] = None) -> int:
     """``check CERT [--json] [--engine pure|fast] [limits]``; the leading word ``check`` may be omitted."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) >= 2 and argv[0] == "check":
+    if argv[:1] == ["check"]:  # the command word, never the file: `check` alone is a usage error
         argv = argv[1:]
     ap = _Parser(prog="exactmem check", description="Independent checker for exactmem certificates.")
     add_arguments(ap)
@@ -142,7 +142,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             verdict = check(load_certificate(args.cert, limits), budget=budget,
                             read_chunk=chunk_reader(os.path.dirname(os.path.abspath(args.cert)), limits))
     except _UsageError as e:
-        print(f"usage error: {e}", file=sys.stderr)
+        print(f"exactmem: error: {e}", file=sys.stderr)
         return 3
     except MalformedCertificate as e:
         print(f"malformed certificate: {e}", file=sys.stderr)
