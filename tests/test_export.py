@@ -245,12 +245,20 @@ def test_cli_handler(five, tmp_path, capsys):
     out = str(tmp_path / "five.npz")
     assert export.main([cert, "--out", out, "--dtype", "float32"]) == 0
     text = capsys.readouterr().out
-    assert "wrote" in text and "float32 (24-bit significand)" in text and "5/5 exactly right" in text
+    assert text.startswith(f"wrote {out}: weights in float32 (--dtype)\n")
+    assert "float32 (24-bit significand)" in text and "5/5 exactly right" in text
     assert importer.load_model(out) == net.model
     assert export.main([str(tmp_path / "missing.json"), "--out", out]) == 3
     assert export.main([cert, "--out", str(tmp_path / "x.npz"), "--json", "--dtype", "float64"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["rounding"]["rounded"] == 0 and doc["float_accuracy"]["nearest"] == 5
+    assert doc["dtype"] == doc["rounding"]["format"] == "float64" and doc["dtype_is_default"] is False
+    # no --dtype: float32, and the output says so (never a silent default)
+    assert export.main([cert, "--out", str(tmp_path / "d.npz")]) == 0
+    assert capsys.readouterr().out.startswith(f"wrote {tmp_path / 'd.npz'}: weights in float32 (the default; ")
+    assert export.main([cert, "--out", str(tmp_path / "d.npz"), "--json", "--no-eval"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["dtype"] == "float32" and doc["dtype_is_default"] is True
 
 
 # ----------------------------------------------------------------------------- PyTorch
@@ -274,6 +282,49 @@ def test_torch_reference_module(five):
     bf = importer.from_state_dict(export.state_dict(net, "bfloat16"), like=net)
     _, rep = export.to_arrays(net.model, "bfloat16")
     assert sum(n for _, n in importer.differences(net, bf)) == rep.rounded
+
+
+def test_torch_module_states_its_dtype_and_pickles(five):
+    """to_torch: a module-level class (pickle round trip, equal outputs) that names its float format."""
+    import pickle
+
+    torch = pytest.importorskip("torch")
+    from exactmem.export.torch_nn import ExactmemReference
+
+    data, net = five
+    X = torch.tensor([[[float(v) for v in t] for t in s] for s in data.sequences], dtype=torch.float64)
+    for dtype, tdt in (("float32", torch.float32), ("float64", torch.float64)):
+        mod = export.to_torch(net, dtype)
+        assert type(mod) is ExactmemReference and mod.dtype_name == dtype and mod.torch_dtype is tdt
+        assert repr(mod).startswith(f"ExactmemReference(\n  dtype={dtype}, ")
+        assert {p.dtype for p in mod.parameters()} == {tdt}
+        back = pickle.loads(pickle.dumps(mod))
+        assert type(back) is ExactmemReference and back.dtype_name == dtype
+        assert back.rounding.as_dict() == mod.rounding.as_dict() and back.spec == mod.spec
+        assert list(back.state_dict()) == list(mod.state_dict())
+        assert all(torch.equal(a, b) for a, b in zip(back.state_dict().values(), mod.state_dict().values()))
+        with torch.no_grad():
+            out, again = mod(X), back(X)
+        assert out.dtype is tdt and torch.equal(out, again)
+    assert export.to_torch(net).dtype_name == "float32"  # the default, stated by the module
+
+
+def test_torch_module_unpickles_in_a_fresh_process(five, tmp_path):
+    import pickle
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    data, net = five
+    path = tmp_path / "m.pkl"
+    path.write_bytes(pickle.dumps(export.to_torch(net, "float64")))
+    code = ("import pickle, sys, torch; m = pickle.load(open(sys.argv[1], 'rb')); "
+            "X = torch.tensor(eval(sys.argv[2]), dtype=torch.float64); "
+            "print(m.dtype_name, m(X)[:, 0].tolist())")
+    xs = repr([[[float(v) for v in t] for t in s] for s in data.sequences])
+    out = subprocess.run([sys.executable, "-c", code, str(path), xs], capture_output=True, text=True, check=True)
+    assert out.stdout.split(" ", 1)[0] == "float64"
+    assert json.loads(out.stdout.split(" ", 1)[1]) == [float(y) for y in data.labels]
 
 
 def test_torch_bfloat16_rounding_matches():

@@ -138,15 +138,45 @@ def test_token_weights_give_distinct_sums_within_paper_range():
 
 
 def test_default_proof_file_certifies_everything(tmp_path):
-    """The README's main job: every small instance of every Kajitsuka theorem is CERTIFIED."""
-    from exactmem.proof import load_proof_file
+    """The README's main job: every small instance of proofs/kajitsuka.py is CERTIFIED — the
+    compact Thm B.1 / Cor. 4.1 theorems on all their small instances, F.1, E.1 and D.1 on the
+    instances of ``MAIN_JOB``; the paper-literal networks live in proofs/kajitsuka_paper.py."""
+    from exactmem.proofs import kajitsuka as P
 
     rows = certify_file(PROOF, out_dir=str(tmp_path), seed=0, size="small", quiet=True)
     expected = [(t.name, i.name) for t in load_proof_file(PROOF) for i in t.instances_for("small")]
-    assert [(r.theorem, r.instance) for r in rows] == expected and len(rows) >= 30
+    assert [(r.theorem, r.instance) for r in rows] == expected and len(rows) == 18
+    assert [t for t, _ in expected].count("kajitsuka.next_token") == 4
+    assert {t for t, _ in expected} == {"kajitsuka.next_token", "kajitsuka.next_token_hardmax", "kajitsuka.seq2seq",
+                                        *P.MAIN_JOB}
     bad = [(r.theorem, r.instance, r.verdict, r.message) for r in rows if r.verdict != "CERTIFIED"]
     assert not bad
     assert all(len(r.claims) >= 6 for r in rows)
+
+
+def test_main_job_lists_no_paper_literal_network_and_loses_no_instance():
+    """proofs/kajitsuka.py: the paper-literal theorems only in proofs/kajitsuka_paper.py; every small
+    instance of F.1, E.1, D.1 still runs, with --size medium here and --size small in its own file."""
+    from exactmem.proofs import kajitsuka as P, kajitsuka_deep_sets, kajitsuka_paper, kajitsuka_variants
+
+    names = [t.name for t in load_proof_file(PROOF)]
+    assert not [n for n in names if "paper" in n]
+    assert [t.name for t in load_proof_file(os.path.join(ROOT, "proofs", "kajitsuka_paper.py"))] == \
+        ["kajitsuka.paper_blocks", "kajitsuka.paper_blocks_seq2seq"] == [t.name for t in kajitsuka_paper.THEOREMS]
+    here = {t.name: t for t in P.THEOREMS}
+    for own in kajitsuka_variants.THEOREMS + kajitsuka_deep_sets.THEOREMS:
+        main = here[own.name]
+        assert [i.name for i in main.instances_for("small")] == \
+            [i.name for i in own.instances_for("small") if i.name in P.MAIN_JOB[own.name]]
+        for size in ("medium", "large", "xlarge"):  # small instances left out of the main job run with medium
+            extra = [i.name for i in own.instances_for("small") if i.name not in P.MAIN_JOB[own.name]]
+            want = [i.name for i in own.instances if size in i.sizes or (size == "medium" and i.name in extra)]
+            assert [i.name for i in main.instances_for(size)] == want, (own.name, size)
+        assert main.build is own.build and main.statement == own.statement
+    # the theorem's own proof file keeps its sizes (main_job works on a copy)
+    assert len(kajitsuka_variants.THEOREMS[0].instances_for("small")) == 5
+    with pytest.raises(ValueError, match="no small instance 'nosuch'"):
+        P.main_job(kajitsuka_variants.THEOREMS[0], ("nosuch",))
 
 
 def test_tiny_instance_N1_n1_C1():

@@ -121,13 +121,24 @@ def _write_chunks(doc: Dict[str, Any], path: str, k: int) -> Dict[str, Any]:
 
 
 def write_bytes_atomic(data: bytes, path: str) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename: never a partial file."""
+    """Write ``data`` to ``path`` through a temporary file and a rename: never a partial file.
+
+    The file gets the mode a plain ``open(path, "wb")`` would give, ``0o666`` less the umask
+    (``mkstemp`` alone leaves 0600, unreadable by the group under the usual umask 022)."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
+    try:  # the umask, read without changing it (Linux >= 4.7) ...
+        with open("/proc/self/status", encoding="ascii") as st:
+            umask = next(int(line.split()[1], 8) for line in st if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):  # ... or set and restored at once
+        umask = os.umask(0o022)
+        os.umask(umask)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".partial-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            if hasattr(os, "fchmod"):
+                os.fchmod(f.fileno(), 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

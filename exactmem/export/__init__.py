@@ -20,7 +20,9 @@ Files:
   small writer here, which follows the published format (8-byte little-endian header length,
   JSON header, raw little-endian data) and is tested against the package.
 * :func:`to_torch` — a reference ``torch.nn.Module`` with the same forward pass and a
-  ``state_dict`` whose keys are the tensor names below (extra ``torch``; imported lazily).
+  ``state_dict`` whose keys are the tensor names below (extra ``torch``; imported lazily, from
+  :mod:`exactmem.export.torch_nn`). It names its float format (``dtype_name``, its ``repr``)
+  and pickles.
 
 Tensor names: ``layers.{i}.W``/``.b`` (affine), ``.W1 .b1 .W2 .b2`` (feed-forward), ``.E``/``.P``
 (embedding), ``layers.{i}.heads.{h}.WQ .WK .WV .WO`` (attention). Matrices keep exactmem's

@@ -9,6 +9,9 @@ from .arrays import save
 from .float_eval import float_accuracy
 from .formats import FORMATS
 
+#: the float format of ``exactmem export`` without ``--dtype`` (stated in its output)
+DEFAULT_DTYPE = "float32"
+
 
 # ----------------------------------------------------------------------------- command line
 
@@ -21,7 +24,8 @@ def add_parser(sub) -> None:
                                    "evaluate the float model on the certificate's dataset.")
     e.add_argument("cert", help="certificate file (.json or .json.gz)")
     e.add_argument("--out", required=True, help="output file: .npz or .safetensors")
-    e.add_argument("--dtype", default="float32", choices=tuple(FORMATS), help="float format (default float32)")
+    e.add_argument("--dtype", default=None, choices=tuple(FORMATS),
+                   help="float format (default float32; the output names the format either way)")
     e.add_argument("--no-eval", action="store_true", help="do not evaluate the float model on the dataset")
     e.add_argument("--json", action="store_true", help="print the report as JSON")
     e.set_defaults(fn=run_cli)
@@ -42,20 +46,22 @@ def run_cli(args) -> int:
     except (MalformedCertificate, KeyError, ValueError, TypeError) as e:
         print(f"error: {args.cert}: {e}", file=sys.stderr)
         return 3
+    dtype = args.dtype or DEFAULT_DTYPE
     try:
-        rep = save(model, args.out, args.dtype)
+        rep = save(model, args.out, dtype)
     except (ValueError, ImportError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 3
-    acc = None if args.no_eval else float_accuracy(model, ds, args.dtype)
+    acc = None if args.no_eval else float_accuracy(model, ds, dtype)
     if args.json:
-        out = {"out": args.out, "rounding": rep.as_dict()}
+        out = {"out": args.out, "dtype": dtype, "dtype_is_default": args.dtype is None, "rounding": rep.as_dict()}
         if acc is not None:
             out["float_accuracy"] = {"examples": acc.examples, "exact": acc.exact, "nearest": acc.nearest,
                                      "nonfinite": acc.nonfinite}
         print(json.dumps(out, indent=1))
     else:
-        print(f"wrote {args.out}")
+        how = "the default; --dtype to choose" if args.dtype is None else "--dtype"
+        print(f"wrote {args.out}: weights in {dtype} ({how})")
         print(rep)
         if acc is not None:
             print(f"float model on the certificate's {acc.examples} examples: {acc}")

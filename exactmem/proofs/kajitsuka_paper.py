@@ -1,7 +1,9 @@
 """Kajitsuka & Sato (ICLR 2025) Theorem B.1 / Corollary 4.1 built in the paper's own
 architecture — Transformer blocks of eq. (4) with the residual feed-forward layer of eq. (3),
 the tent-map Stage III of Lemmas G.4–G.6, Lemma C.2's and Lemma B.2's projection recipes —
-and certified end to end (``docs/kajitsuka-paper.md``).
+and certified end to end (``docs/kajitsuka-paper.md``): ``python -m exactmem certify
+proofs/kajitsuka_paper.py`` (~20 s for the small instances on 2 cores; the main job
+``proofs/kajitsuka.py`` lists only the compact networks of the same theorems).
 
 Claims (all computed; the checker re-measures the model):
 
