@@ -44,13 +44,14 @@ def run_cli(args) -> int:
         model = model_from_json(doc["model"])
         ds = dataset_from_json(doc["dataset"], model.input_type, model.decode)
     except (MalformedCertificate, KeyError, ValueError, TypeError) as e:
-        print(f"error: {args.cert}: {e}", file=sys.stderr)
+        print(f"exactmem: error: {args.cert}: {e}", file=sys.stderr)
         return 3
     dtype = args.dtype or DEFAULT_DTYPE
     try:
         rep = save(model, args.out, dtype)
     except (ValueError, ImportError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        msg = str(e) if args.out in str(e) else f"{args.out}: {e}"
+        print(f"exactmem: error: {msg}", file=sys.stderr)
         return 3
     acc = None if args.no_eval else float_accuracy(model, ds, dtype)
     if args.json:
