@@ -140,30 +140,7 @@ def add_parser(sub) -> None:
                                                           "goes to N = 10^12)")
     p.add_argument("--json", action="store_true", help="print the plotted series as JSON instead of the table")
     p.add_argument("--debug", action="store_true", help="show tracebacks for bad input")
-    for parser in [b] + list(acts.choices.values()):
-        _exit_3_on_usage_errors(parser)
-    b.set_defaults(fn=run)
-
-
-def _exit_3_on_usage_errors(parser) -> None:
-    """Usage errors (missing action, unknown option) are bad input: one message, exit 3
-    (argparse's default is exit 2, which exactmem reserves for "undecided")."""
-
-    def error(message, parser=parser):
-        parser.print_usage(sys.stderr)
-        print(f"error: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_BAD_INPUT)
-
-    parser.error = error
-    known = parser.parse_known_args
-
-    def parse_known_args(args=None, namespace=None, parser=parser, known=known):
-        ns, extras = known(args, namespace)
-        if extras:
-            parser.error(f"unrecognized arguments: {' '.join(extras)}")
-        return ns, extras
-
-    parser.parse_known_args = parse_known_args
+    b.set_defaults(fn=run)  # usage errors: one line, exit 3, like every subcommand (exactmem.cli)
 
 
 def _emit(args, reports) -> int:
