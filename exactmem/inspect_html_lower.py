@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
-from .inspect_html import clip, esc, page, table, verdict_html
+from .inspect_html_base import clip, esc, page, table, verdict_html
 
 MAX_STEP_ROWS = 2000
 INFIX = {"+": " + ", "-": " − ", "*": "·", "/": " / "}

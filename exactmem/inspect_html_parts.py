@@ -8,7 +8,7 @@ import os
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from .inspect_html import MAX_CHECK_SECONDS, clip, esc, png_file_img, table
+from .inspect_html_base import MAX_CHECK_SECONDS, clip, esc, png_file_img, table
 
 
 # ----------------------------------------------------------------------------- the assignment graph
