@@ -33,7 +33,7 @@ def _cmd_certify(args) -> int:
         rows = certify_file(args.proof, out_dir=args.out, seed=args.seed, size=args.size, gzip_output=args.gzip,
                             backend=args.engine, quiet=args.quiet, only=args.only, on_row=show,
                             checker=args.checker, chunk_examples=args.chunk_size, workers=args.workers,
-                            scheduler=args.scheduler)
+                            scheduler=args.scheduler, debug=args.debug)
     except (ProofFileError, DataError, ModelError, InputError, ClusterError) as e:
         if args.debug:
             raise
@@ -59,6 +59,8 @@ def _cmd_certify(args) -> int:
         return EXIT_OK
     if "REFUTED" in statuses:
         return EXIT_REFUTED
+    if "ERROR" in statuses or "MALFORMED" in statuses:  # an instance that could not be built or checked
+        return EXIT_BAD_INPUT
     return EXIT_UNKNOWN
 
 

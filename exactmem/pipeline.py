@@ -213,10 +213,12 @@ def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: 
                  gzip_output: bool = False, backend: str = "auto", quiet: bool = False,
                  only: Optional[str] = None, on_row: Optional[Callable[[Row], None]] = None,
                  checker: str = "pure", chunk_examples: Optional[int] = None, workers: int = 1,
-                 scheduler: Optional[str] = None) -> List[Row]:
+                 scheduler: Optional[str] = None, debug: bool = False) -> List[Row]:
     """Certify every instance of every theorem in the proof file at ``path``.
 
     ``workers`` > 1 or ``scheduler``: the checks are sharded on a Dask cluster (one for the run).
+    An instance whose build, forward pass or writing raises becomes an ``ERROR`` row naming the
+    exception, and the others still run (``debug``: the exception propagates instead).
 
     ``checker``: ``pure``, ``fast`` or ``auto`` (pure for ``size="small"``, fast otherwise).
     Progress (instances done, rate, ETA, the running stage) goes to stderr: a bar on a
@@ -234,9 +236,14 @@ def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: 
         cluster = dask_client(workers, scheduler)
     with cluster as client, Progress(len(jobs), "certify", "instance", quiet=quiet) as prog:
         for k, (t, inst) in enumerate(jobs, 1):
-            row = certify_instance(t, inst, seed, out_dir, gzip_output, backend, quiet,
-                                   prefix=f"[{k}/{len(jobs)}] ", checker=checker, progress=prog,
-                                   chunk_examples=chunk_examples, client=client)
+            try:
+                row = certify_instance(t, inst, seed, out_dir, gzip_output, backend, quiet,
+                                       prefix=f"[{k}/{len(jobs)}] ", checker=checker, progress=prog,
+                                       chunk_examples=chunk_examples, client=client)
+            except Exception as e:  # noqa: BLE001 — a broken instance is a row, the run goes on
+                if debug:
+                    raise
+                row = error_row(t.name, inst.name, e)
             rows.append(row)
             prog.update(1, _done_line(row))
             if on_row:
@@ -246,8 +253,20 @@ def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: 
     return rows
 
 
+def error_row(theorem: str, instance: str, e: BaseException) -> Row:
+    """The row of an instance that could not be built or certified: verdict ``ERROR``, the
+    exception's type and message (one line)."""
+    what = " ".join(str(e).split()) or "(no message)"
+    prefix = f"{theorem} [{instance}]: "
+    if what.startswith(prefix):
+        what = what[len(prefix):]
+    return Row(theorem, instance, "ERROR", 0, 0, 0, 0, 0, 0.0, "", f"{type(e).__name__}: {what}"[:500])
+
+
 def _claims_cell(r: Row) -> str:
     """'k/k hold' when certified; the failing claim when a claim refuted the certificate."""
+    if r.verdict == "ERROR":
+        return "-"
     if r.witness and "claim" in r.witness:
         c = r.witness["claim"]
         return f"FAILS {c.get('quantity')} {c.get('op')} {c.get('bound')} (is {r.witness.get('measured')})"
@@ -308,8 +327,9 @@ def format_table(rows: List[Row]) -> str:
     ``hypotheses`` column when some theorem declares hypotheses (``Built.hypotheses``)."""
     head = ["theorem", "instance", "verdict", "N", "claims", "params", "width", "depth", "max bits", "total bits",
             "time (s)"]
-    body = [[r.theorem, r.instance, _verdict_cell(r), _examples_cell(r), _claims_cell(r), str(r.params), str(r.width),
-             str(r.depth), str(r.max_bits), str(r.total_bits), f"{r.seconds:.2f}"] for r in rows]
+    body = [[r.theorem, r.instance, _verdict_cell(r), _examples_cell(r), _claims_cell(r)]
+            + (["-"] * 6 if r.verdict == "ERROR" else [str(r.params), str(r.width), str(r.depth), str(r.max_bits),
+                                                      str(r.total_bits), f"{r.seconds:.2f}"]) for r in rows]
     if any(r.hypotheses for r in rows):
         head.insert(5, "hypotheses")
         for b, r in zip(body, rows):

@@ -61,3 +61,42 @@ def test_outputs_are_git_ignored_and_sources_are_not():
     # the experiments' sources and pages share the name: the rule is anchored at the top
     for src in ("exactmem/experiments/new.py", "docs/experiments/new.md", "proofs/new.py"):
         assert not ignored(src), src
+
+
+BROKEN_PROOF = '''
+from fractions import Fraction as F
+from exactmem.certificate.writer import Claim
+from exactmem.data.dataset import Dataset
+from exactmem.model import Model, affine
+from exactmem.proof import Built, Instance, Theorem
+
+
+def build(params, seed):
+    if params["k"] == 0:
+        raise ZeroDivisionError("k = 0 examples: nothing to memorize")
+    xs = [4 * (i + 1) for i in range(params["k"])]
+    model = Model([affine([[2]])], input_dim=1)
+    return Built(model, Dataset([((F(x),),) for x in xs], [(F(2 * x),) for x in xs], "vectors", seed), [])
+
+
+THEOREMS = [Theorem("toy.double", "out = 2x", "test", build,
+                    [Instance("k2", {"k": 2}), Instance("k0", {"k": 0}), Instance("k3", {"k": 3})])]
+'''
+
+
+def test_a_build_that_raises_is_an_error_row_and_the_others_still_run(tmp_path):
+    import subprocess
+    import sys
+
+    p = tmp_path / "broken.py"
+    p.write_text(BROKEN_PROOF)
+    r = subprocess.run([sys.executable, "-m", "exactmem", "certify", str(p), "--out", str(tmp_path / "c"), "--quiet"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 3, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and r.stderr.splitlines() == [
+        "  toy.double [k0]: ERROR: ZeroDivisionError: k = 0 examples: nothing to memorize"]
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| toy.double")]
+    assert [row.split("|")[3].strip() for row in rows] == ["CERTIFIED", "ERROR", "CERTIFIED"]
+    r = subprocess.run([sys.executable, "-m", "exactmem", "certify", str(p), "--out", str(tmp_path / "d"), "--quiet",
+                        "--debug"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "Traceback" in r.stderr and "ZeroDivisionError" in r.stderr
