@@ -30,8 +30,8 @@ def run_cli(args) -> int:
                 print(f"{name:16s} (cannot load: {e})")
         return 0
     if args.workers < 1:
-        print("error: --workers must be at least 1", file=sys.stderr)
-        return 2
+        print("exactmem: error: experiment: --workers must be at least 1", file=sys.stderr)
+        return 3
     cfg = RunConfig(quick=args.quick, workers=args.workers, out=args.out or f"experiments/{args.name}",
                     seed=args.seed, verbose=args.verbose)
     try:
@@ -39,8 +39,8 @@ def run_cli(args) -> int:
     except ExperimentError as e:
         if args.debug:
             raise
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        print(f"exactmem: error: experiment {args.name}: {e}", file=sys.stderr)
+        return 3
     print(f"wrote {cfg.out}/{rec.name}.json, {rec.name}.csv" + (f" and {len(rec.figures)} figures" if rec.figures else ""))
     for k, v in rec.summary.items():
         print(f"  {k}: {v}")

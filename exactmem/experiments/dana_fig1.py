@@ -304,7 +304,7 @@ def run(config: RunConfig, record: Record) -> None:
 EXPERIMENT = Experiment(
     name="dana-fig1",
     title="Dana et al. Exps. 1, 2, 6: trained AoT on bigrams, float vs certified accuracy vs Corollary 2",
-    source="Dana, Pydi & Chevaleyre (AISTATS 2025) §5, Figs. 1 and 4, App. B; note papers/dana.md §5",
+    source="Dana, Pydi & Chevaleyre (AISTATS 2025) §5, Figs. 1 and 4, App. B",
     run=run,
     quick_minutes=10.0,
 )

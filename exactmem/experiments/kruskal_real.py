@@ -303,7 +303,7 @@ def run(config: RunConfig, record: Record) -> None:
 EXPERIMENT = Experiment(
     name="kruskal-real",
     title="Assumptions 1-2 (Kruskal rank of queries, context rank) on real embeddings, exact ranks",
-    source="Mahdavi et al. ICLR 2024, Tables 1-2 (note papers/mahdavi.md §2.2-§2.3)",
+    source="Mahdavi et al. ICLR 2024, Tables 1-2 (as summarised in docs/mahdavi.md: full text unavailable)",
     run=run,
     quick_minutes=10.0,
 )

@@ -235,7 +235,7 @@ def _figure(per_sweep: Dict[str, List[Dict[str, Any]]], record: Record) -> None:
 EXPERIMENT = Experiment(
     name="mahdavi-fig2",
     title="memorized count vs H, n, d_h: float accuracy vs certified verdicts vs H(min(n, d_h) - 1) + 1",
-    source="Mahdavi et al. ICLR 2024, §5 and Fig. 2 (note papers/mahdavi.md §5)",
+    source="Mahdavi et al. ICLR 2024, §5 and Fig. 2 (as summarised in docs/mahdavi.md: full text unavailable)",
     run=run,
     quick_minutes=10.0,
 )

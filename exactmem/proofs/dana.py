@@ -42,7 +42,7 @@ from exactmem.data.dana_data import Conditionals, random_conditionals, spread_ta
 from exactmem.data.dataset import DataError
 from exactmem.proof import Built, Instance, Theorem
 
-SOURCE = "Dana, Pydi & Chevaleyre, AISTATS 2025 (note papers/dana.md)"
+SOURCE = "Dana, Pydi & Chevaleyre, AISTATS 2025"
 
 
 def _size_claims(N, S, d, dh, H, T0, rank1=False, what="Corollary 1"):
