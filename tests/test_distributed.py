@@ -115,20 +115,16 @@ def test_softmax_certificates_go_to_the_kernel_on_every_shard(client, tmp_path):
     assert u.status == "UNKNOWN" == check_certificate(_tied_softmax_doc(256)).status
 
 
-def test_a_killed_worker_reruns_its_shard_and_the_verdict_holds(client, tmp_path):
-    doc = _planted(_many_examples_doc(60_000), [59_990])  # pure engine: each shard takes a while
-    path = _write(tmp_path, doc, "kill.json")
-    expected = check_certificate(doc)
-    result = {}
-    t = threading.Thread(target=lambda: result.setdefault("v", check_sharded(path, client=client, engine="pure",
-                                                                              shards=2)))
+def _kill_a_busy_worker_while(client, t: threading.Thread, pick: int) -> None:
+    """Start ``t`` (a sharded check), SIGKILL the worker process (``pick``: which of the busy ones)
+    as soon as it checks a shard, and wait for ``t``; the killed process must be gone."""
     pids = client.run(os.getpid)  # worker address -> process id
     t.start()
     victim, deadline = None, time.time() + 60
     while victim is None and time.time() < deadline:
         busy = [w for w, tasks in client.processing().items() if any("exactmem-check" in k for k in tasks)]
         if busy:
-            victim = busy[-1]
+            victim = busy[pick]
         time.sleep(0.05)
     assert victim is not None, "no shard started"
     time.sleep(0.3)
@@ -136,6 +132,16 @@ def test_a_killed_worker_reruns_its_shard_and_the_verdict_holds(client, tmp_path
     t.join(timeout=240)
     assert not t.is_alive()
     assert pids[victim] not in client.run(os.getpid).values()  # that worker process is gone
+
+
+def test_a_killed_worker_reruns_its_shard_and_the_verdict_holds(client, tmp_path):
+    doc = _planted(_many_examples_doc(60_000), [59_990])  # pure engine: each shard takes a while
+    path = _write(tmp_path, doc, "kill.json")
+    expected = check_certificate(doc)
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("v", check_sharded(path, client=client, engine="pure",
+                                                                              shards=2)))
+    _kill_a_busy_worker_while(client, t, pick=-1)
     _same(result["v"], expected)
     assert result["v"].witness["example"] == 59_990
 
@@ -149,20 +155,7 @@ def test_a_killed_worker_with_the_only_copy_of_a_chunk_reruns_it(client, tmp_pat
     result, seen = {}, []
     t = threading.Thread(target=lambda: result.setdefault("v", check_sharded(
         path, client=client, engine="pure", on_shard=lambda *a: seen.append(a))))
-    pids = client.run(os.getpid)
-    t.start()
-    victim, deadline = None, time.time() + 60
-    while victim is None and time.time() < deadline:
-        busy = [w for w, tasks in client.processing().items() if any("exactmem-check" in k for k in tasks)]
-        if busy:
-            victim = busy[0]
-        time.sleep(0.05)
-    assert victim is not None, "no shard started"
-    time.sleep(0.3)
-    os.kill(pids[victim], signal.SIGKILL)
-    t.join(timeout=240)
-    assert not t.is_alive()
-    assert pids[victim] not in client.run(os.getpid).values()
+    _kill_a_busy_worker_while(client, t, pick=0)
     v = result["v"]
     assert v.status == "CERTIFIED" and "2 chunks in 2 shards" in v.message, v
     assert [s[0] for s in seen] == [1, 2]  # each shard reported once, after its re-run

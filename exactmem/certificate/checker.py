@@ -161,7 +161,7 @@ def conclude(cert: ParsedCertificate, v: Verdict, facts: DataFacts, budget: Budg
         return v
     v.message = (f"all {n} distinct {_plural(n, 'example')} pass{'es' if n == 1 else ''}{rows} and all "
                  f"{len(cert.claims)} {_plural(len(cert.claims), 'claim')} hold{'s' if len(cert.claims) == 1 else ''}"
-                 f" ({v.message.split(' (', 1)[1]}" if " (" in v.message else v.message)
+                 f" ({tail}")
     return v
 
 

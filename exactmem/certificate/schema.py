@@ -100,17 +100,17 @@ def read_bytes(path: str, limits: Optional[Limits] = None, name: Optional[str] =
     False a symbolic link (``O_NOFOLLOW``)."""
     cap, what = (limits or Limits()).max_bytes, name or path
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    link = MalformedCertificate(f"{what} is a symbolic link (chunk files must be regular files in the "
+                                "certificate's folder)")
     if not follow:
         if os.path.islink(path):  # also where O_NOFOLLOW does not exist
-            raise MalformedCertificate(f"{what} is a symbolic link (chunk files must be regular files in the "
-                                       "certificate's folder)")
+            raise link
         flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise MalformedCertificate(f"{what} is a symbolic link (chunk files must be regular files in the "
-                                       "certificate's folder)") from None
+            raise link from None
         raise MalformedCertificate(f"cannot read {what}: {e.strerror or e}") from None
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
