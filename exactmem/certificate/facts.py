@@ -82,7 +82,8 @@ class DataFacts:
         if self.verdicts is not None and verdict in self.verdicts:
             self.verdicts[verdict].add(self.last)
 
-    def _record(self, digest: bytes, row: int, key) -> Optional[int]:
+    def _record(self, digest: bytes, row: int, key) -> Optional[tuple]:
+        """Count one row; the (row, label key) it conflicts with (same input, another label), else None."""
         self.rows += 1
         old = self.seen.get(digest)
         if old is None:
