@@ -11,6 +11,8 @@ import json
 import sys
 from typing import List, Optional
 
+from .errors import plural, report_error
+
 EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
@@ -37,12 +39,11 @@ def _cmd_certify(args) -> int:
     except (ProofFileError, DataError, ModelError, InputError, ClusterError) as e:
         if args.debug:
             raise
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return report_error(e)
     if not rows:
-        print(f"error: {args.proof} has no instances for --size {args.size}"
-              + (f" matching --only {args.only!r}" if args.only else ""), file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return report_error(f"{args.proof} has no instances for --size {args.size}"
+                            + (f" matching --only {args.only!r}" if args.only else "")
+                            + " (`--size small|medium|large|xlarge`; `--only` matches theorem or instance names)")
     if args.json:
         print(json.dumps([r.__dict__ for r in rows], indent=1, default=str))
     else:
@@ -81,8 +82,7 @@ def _cmd_verify(args) -> int:
     except (VerifyInputError, OSError) as e:
         if args.debug:
             raise
-        print(f"exactmem: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return report_error(e)
     if args.json:
         print(json.dumps(res.to_json()))
         return EXIT_OK
@@ -105,8 +105,9 @@ def _cmd_inspect(args) -> int:
         try:
             out, verdict = write_html(args.cert, args.html)
         except (InspectError, OSError) as e:
-            print(f"exactmem: error: {e}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+            if args.debug:
+                raise
+            return report_error(e)
         print(f"wrote {out} ({verdict})")
         return EXIT_OK
     from .certificate.checker import MalformedCertificate, load_certificate
@@ -117,8 +118,9 @@ def _cmd_inspect(args) -> int:
         doc = load_certificate(args.cert)
         model = model_from_json(doc["model"])
     except (MalformedCertificate, KeyError, ValueError, TypeError) as e:
-        print(f"error: cannot read model from {args.cert}: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        if args.debug:
+            raise
+        return report_error(f"cannot read a model from {args.cert}: {e}")
     print(summarize(model))
     return EXIT_OK
 
@@ -175,8 +177,7 @@ def _cmd_sweep(args) -> int:
     except (SweepError, ProofFileError, DataError, ModelError, InputError, OSError, ClusterError) as e:
         if args.debug:
             raise
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return report_error(e)
     doc = sweep_document(run.records)
     if args.json:
         print(json.dumps(doc, indent=1, sort_keys=True))
@@ -187,9 +188,9 @@ def _cmd_sweep(args) -> int:
               f"{run.seconds:.1f} s); tables: {out}/sweep.csv, sweep.md, sweep.tex; "
               f"`python -m exactmem report {out}` for the plots and the report page")
     if run.errors:
-        print(f"error: {len(run.errors)} point(s) failed to build or run (listed above); they are not recorded and "
-              f"will be retried", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return report_error(f"{plural(len(run.errors), 'point')} failed to build or run (listed above); "
+                            f"{'it is' if len(run.errors) == 1 else 'they are'} not recorded and will be retried "
+                            f"by the same command")
     return EXIT_OK
 
 
@@ -207,8 +208,7 @@ def _cmd_report(args) -> int:
     except (OSError, ValueError, KeyError) as e:
         if args.debug:
             raise
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return report_error(e)
     if res["skipped"]:
         print(f"note: {res['skipped']}", file=sys.stderr)
     print(f"wrote {res['out']} ({res['rows']} rows, {len(res['plots'])} plots)")
@@ -273,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("cert", help="certificate file (.json or .json.gz)")
     i.add_argument("--html", metavar="OUT.html", default=None,
                    help="write one self-contained HTML page instead (checks the certificate; docs/cli.md)")
+    i.add_argument("--debug", action="store_true", help="show Python tracebacks for bad input")
     i.set_defaults(fn=_cmd_inspect)
 
     w = sub.add_parser("sweep", help="bit-precision sweep over the theorems of a proof file (docs/precision.md)")
@@ -407,8 +408,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         try:
             args = build_parser().parse_args(argv)
         except UsageError as e:
-            print(f"exactmem: error: {e}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+            return report_error(e)
         except SystemExit as e:  # --help, --version: printed, exit 0
             return e.code if isinstance(e.code, int) else EXIT_BAD_INPUT
         args.argv_rest = argv[1:]  # for the commands recorded by sweep/report

@@ -109,6 +109,8 @@ def import_file(path: str, prefix: str, error: type = ProofFileError, what: str 
             return importlib.import_module(f"exactmem.proofs.{name}")
         except Exception as e:
             raise error(f"exactmem.proofs.{name} failed to import: {type(e).__name__}: {e}") from e
+    if os.path.isdir(path):
+        raise error(f"{path} is a directory, not a {what} (give a .py file, e.g. proofs/kajitsuka.py)")
     if not os.path.isfile(path):
         from . import proofs
 

@@ -324,7 +324,7 @@ def test_huge_sizes_answer_or_fail_in_one_line(argv):
     assert took < 10, took
     assert "Traceback" not in r.stderr and "int max str digits" not in r.stderr.lower()
     if r.returncode == 3:
-        assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("error: "), r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("exactmem: error: "), r.stderr
     else:
         assert r.returncode == 0, r.stderr
 

@@ -383,7 +383,7 @@ def test_cli_chain_and_exit_codes(capsys):
                  ["bounds", "brute", "--values", "a,b"], ["bounds", "plot", "--out", "/no/such/dir/x.png"]):
         assert main(argv) == 3, argv
         err = capsys.readouterr().err
-        assert err.startswith("error: ") and "Traceback" not in err
+        assert err.startswith("exactmem: error: ") and "Traceback" not in err
 
 
 def test_cli_usage_errors_exit_3(capsys):

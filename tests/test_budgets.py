@@ -121,7 +121,7 @@ def test_digit_bombs_are_malformed_at_once(tmp_path, digits):
     doc["hash"] = canonical_hash(doc)
     code, out, err, secs = run_check(write(tmp_path, doc))
     line = one_line(err)
-    assert code == 3 and out == [] and line.startswith("malformed certificate: claims[0].bound")
+    assert code == 3 and out == [] and line.startswith("exactmem: error: malformed certificate: claims[0].bound")
     assert f"a number of {digits} digits, more than 100000" in line and "--max-digits" in line
     assert secs < HANG_GUARD
 

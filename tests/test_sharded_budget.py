@@ -141,7 +141,7 @@ def test_malformed_chunks_are_malformed_with_workers_as_without(tmp_path, case):
     one = _cli(path, "--quiet", *flags)
     two = _cli(path, "--quiet", "--workers", "2", *flags)
     assert one[0] == two[0] == 3 and one[1] == two[1] == "", (one, two)
-    assert one[2] == two[2] and len(two[2].splitlines()) == 1 and two[2].startswith("malformed certificate: ")
+    assert one[2] == two[2] and len(two[2].splitlines()) == 1 and two[2].startswith("exactmem: error: malformed certificate: ")
     assert "Traceback" not in two[2] and "Compute Failed" not in two[2]
 
 

@@ -156,7 +156,7 @@ def _emit(args, reports) -> int:
 def _int(name, v, cap=None):
     from .arch import MAX_COUNT, parse_count
 
-    return parse_count(name, v, MAX_COUNT if cap is None else cap)
+    return parse_count(f"--{name}", v, MAX_COUNT if cap is None else cap)  # messages name the option
 
 
 def _command_line(args) -> dict:
@@ -401,5 +401,6 @@ def run(args) -> int:
     except (BoundsInputError, BoundsFileError, PlotUnavailable) as e:
         if getattr(args, "debug", False):
             raise
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        from ..errors import report_error
+
+        return report_error(e)

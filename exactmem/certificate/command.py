@@ -129,6 +129,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     add_arguments(ap)
     try:
         args = ap.parse_args(argv)
+        if os.path.isdir(args.cert):
+            raise _UsageError(f"{args.cert} is a directory, not a certificate file (give a .json or .json.gz file)")
+        if not os.path.lexists(args.cert):
+            raise _UsageError(f"no such certificate file: {args.cert}")
         limits = limits_from_args(args)
         check = check_certificate
         if args.engine == "fast":
@@ -145,10 +149,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"exactmem: error: {e}", file=sys.stderr)
         return 3
     except MalformedCertificate as e:
-        print(f"malformed certificate: {e}", file=sys.stderr)
+        print(f"exactmem: error: malformed certificate: {' '.join(str(e).split())}", file=sys.stderr)
         return 3
     except (RecursionError, MemoryError) as e:
-        print(f"cannot check certificate: {type(e).__name__}", file=sys.stderr)
+        print(f"exactmem: error: cannot check certificate {args.cert}: {type(e).__name__} (the file nests or "
+              f"grows past what this process can hold)", file=sys.stderr)
         return 3
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import List, Optional
 
+from ..errors import report_error
 from .arrays import save
 from .float_eval import float_accuracy
 from .formats import FORMATS
@@ -28,13 +29,12 @@ def add_parser(sub) -> None:
                    help="float format (default float32; the output names the format either way)")
     e.add_argument("--no-eval", action="store_true", help="do not evaluate the float model on the dataset")
     e.add_argument("--json", action="store_true", help="print the report as JSON")
+    e.add_argument("--debug", action="store_true", help="show the Python traceback for bad input")
     e.set_defaults(fn=run_cli)
 
 
 def run_cli(args) -> int:
     """Handler of ``exactmem export``: exit 0 on success, 3 on unreadable input."""
-    import sys
-
     from ..certificate.checker import MalformedCertificate, load_certificate
     from ..data.dataset import dataset_from_json
     from ..model.serialize import model_from_json
@@ -44,15 +44,16 @@ def run_cli(args) -> int:
         model = model_from_json(doc["model"])
         ds = dataset_from_json(doc["dataset"], model.input_type, model.decode)
     except (MalformedCertificate, KeyError, ValueError, TypeError) as e:
-        print(f"exactmem: error: {args.cert}: {e}", file=sys.stderr)
-        return 3
+        if getattr(args, "debug", False):
+            raise
+        return report_error(f"{args.cert}: {e}")
     dtype = args.dtype or DEFAULT_DTYPE
     try:
         rep = save(model, args.out, dtype)
     except (ValueError, ImportError, OSError) as e:
-        msg = str(e) if args.out in str(e) else f"{args.out}: {e}"
-        print(f"exactmem: error: {msg}", file=sys.stderr)
-        return 3
+        if getattr(args, "debug", False):
+            raise
+        return report_error(str(e) if args.out in str(e) else f"{args.out}: {e}")
     acc = None if args.no_eval else float_accuracy(model, ds, dtype)
     if args.json:
         out = {"out": args.out, "dtype": dtype, "dtype_is_default": args.dtype is None, "rounding": rep.as_dict()}

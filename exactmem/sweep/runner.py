@@ -103,7 +103,7 @@ def run_sweep(spec: SweepSpec, out_dir: str, workers: int = 1, quiet: bool = Fal
             _write_tables(doc, out_dir)
     recs = [done[p["key"]] for p in pts if p["key"] in done]
     for e in errors:  # even with quiet
-        print(f"error: {e['point']['theorem']} {_slug(e['point'])} seed {e['point']['seed']} {e['point']['task']}: "
+        print(f"exactmem: error: {e['point']['theorem']} {_slug(e['point'])} seed {e['point']['seed']} {e['point']['task']}: "
               f"{e['error']}", file=sys.stderr, flush=True)
     return SweepRun(out_dir, recs, len(todo), skipped, errors, time.perf_counter() - t_start)
 

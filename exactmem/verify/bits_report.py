@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from typing import Any, Dict, List, Optional
 
 from . import bits as _bits
@@ -159,8 +158,9 @@ def write_json(res: BitsResult, out: str) -> str:
 
 
 def _error(text: str) -> int:
-    print(f"exactmem: error: {' '.join(str(text).split())}", file=sys.stderr)
-    return 3
+    from ..errors import report_error
+
+    return report_error(text)
 
 
 def parse_bits(text: Optional[str]) -> List[int]:
