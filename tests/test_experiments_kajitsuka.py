@@ -130,19 +130,50 @@ def _tiny(monkeypatch, module, settings):
 
 
 def test_fig3_record_written(monkeypatch, tmp_path):
+    pytest.importorskip("optuna")
     from exactmem.experiments import kajitsuka_fig3 as F3
 
-    _tiny(monkeypatch, F3, {"Ns": [30, 40], "grid": (1, 2), "trials": 1, "epochs": 150, "construction": True,
-                            "cert_extra_steps": 1})
+    _tiny(monkeypatch, F3, {"seeds": [0, 1], "trials": 2, "epochs": 150, "construction": True,
+                            "maps": {"table": {"Ns": [30, 40], "grid": [1, 2]}, "fixed": {"Ns": [20], "grid": [1]}}})
     rec = run_experiment("kajitsuka-fig3", RunConfig(out=str(tmp_path)))
     for f in ("kajitsuka-fig3.json", "kajitsuka-fig3.csv", "kajitsuka-fig3-blocks.png"):
         assert os.path.getsize(tmp_path / f) > 0
     js = json.loads((tmp_path / "kajitsuka-fig3.json").read_text())
     table = js["summary"]["table"]
-    assert [e["N"] for e in table] == [30, 40]
-    assert all(e["construction"]["params"] > 0 for e in table)
-    for row in rec.rows:  # a network certified on every example has loss-rule status recorded next to it
-        assert row["certified"] + row["refuted"] + row["unknown"] == row["N"]
+    assert [e["N"] for e in table["table"]] == [30, 40] and [e["N"] for e in table["fixed"]] == [20]
+    for e in table["table"] + table["fixed"]:  # one value per seed, for each rule
+        assert len(e["float"]["per_seed"]) == len(e["certified"]["per_seed"]) == 2
+    assert all(e["construction_seed0"]["params"] > 0 for e in table["table"])
+    assert table["table"][1]["paper_recovered_from_figure"] is None and js["summary"]["pilots"]["runs"]
+    assert {r["map"] for r in rec.rows} == {"table", "fixed"} and {r["seed"] for r in rec.rows} == {0, 1}
+    for row in rec.rows:  # every judged network: verdict counts add up, and float ⊇ certified on counts
+        if row.get("certified") is not None:
+            assert row["certified"] + row["refuted"] + row["unknown"] == row["N"]
+        assert row["state"] in ("complete", "pruned") and row["trial"] < 2
+
+
+def test_fig3_without_optuna_is_one_line_error_exit_3(monkeypatch, capsys):
+    import builtins
+
+    from exactmem.cli import main
+
+    real = builtins.__import__
+
+    def no_optuna(name, *a, **k):
+        if name == "optuna" or name.startswith("optuna."):
+            raise ImportError("No module named 'optuna'")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_optuna)
+    assert main(["experiment", "kajitsuka-fig3", "--quick", "--out", "/nonexistent/never-written"]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("exactmem: error:") and "experiments" in err[0]
+
+
+def test_power_fit_with_standard_error():
+    b, se, n = K.fit_power_se([100, 200, 400, 800], [1, 2, 4, 8])
+    assert abs(b - 1) < 1e-9 and se < 1e-6 and n == 4
+    assert K.fit_power_se([100, 200], [1, 2]) is None
 
 
 def test_fig1_record_written(monkeypatch, tmp_path):

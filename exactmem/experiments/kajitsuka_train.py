@@ -38,8 +38,9 @@ construction fast (:func:`construction`) and, with ``onehot=False``, as E_in's i
 Distinct words get distinct vectors (checked): the data are token-wise separated (Assumption 4.1).
 
 Training (:func:`train`): AdamW, full batch, a linear warm-up then cosine decay; the paper tunes
-learning rate and warm-up with Optuna (2 or 10 trials); Optuna is not installed, so a fixed list
-of (learning rate, warm-up) trials is tried in order (:data:`TRIALS`) and the best kept.
+learning rate and warm-up with Optuna (2 or 10 trials). ``kajitsuka-fig3`` does so too (Optuna,
+the ``experiments`` extra; :func:`train` reports the loss to a pruning callback); ``kajitsuka-fig1``
+tries a fixed list of (learning rate, warm-up) trials in order (:data:`TRIALS`) and keeps the best.
 Stopping rule: the paper's "training error below ε = 0.01", read as the training (cross-entropy)
 loss, as in App. H's third experiment where "training error" is the MSE loss.
 """
@@ -52,7 +53,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -65,7 +66,7 @@ D_TOK = 16  # token vector dimension (not given in the paper; see module docstri
 C_CLASSES = 3  # MultiNLI's three labels
 ONEHOT = True  # E_in on one-hot tokens (a trained embedding table); False: on the fixed vectors
 EPS = 0.01  # App. H: memorized when the training error falls below 0.01
-# (learning rate, warm-up epochs): the tuning trials, tried in this order (Optuna is not installed)
+# (learning rate, warm-up epochs): kajitsuka-fig1's tuning trials, tried in this order
 TRIALS: Tuple[Tuple[float, int], ...] = ((3e-2, 100), (1e-2, 50), (1e-1, 100), (3e-3, 20), (2e-2, 10))
 
 _TOKEN = re.compile(r"[a-z]+|[0-9]+|[^\sa-z0-9]")
@@ -277,6 +278,7 @@ class TrainResult:
     float_correct: List[bool]
     curve: List[Tuple[int, float, float]]  # (epoch, loss, accuracy)
     seconds: float
+    pruned: bool = False  # stopped by the ``report`` callback (a hopeless tuning trial)
 
     @property
     def float_memorized(self) -> bool:
@@ -286,10 +288,13 @@ class TrainResult:
 
 def train(data: TextData, blocks: int, lr: float, warmup: int, epochs: int, seed: int = 0,
           stop_early: bool = True, log_every: int = 1, weight_decay: float = 0.01,
-          onehot: bool = ONEHOT) -> TrainResult:
+          onehot: bool = ONEHOT, report: Optional[Callable[[int, float], bool]] = None,
+          report_every: int = 50) -> TrainResult:
     """AdamW, full batch, cross-entropy at the read-out token; linear warm-up then cosine decay
     over ``epochs``. With ``stop_early`` training stops once the loss is below ε and every
-    example is right in float32 (nothing left for either rule to gain)."""
+    example is right in float32 (nothing left for either rule to gain). ``report(epoch, loss)``
+    is called every ``report_every`` epochs; when it returns True training stops there and the
+    result is marked ``pruned`` (Optuna's pruning of a hopeless trial)."""
     import torch
 
     from ..export import to_torch
@@ -314,6 +319,7 @@ def train(data: TextData, blocks: int, lr: float, warmup: int, epochs: int, seed
     curve: List[Tuple[int, float, float]] = []
     t0 = time.perf_counter()
     e = 0
+    pruned = False
     for e in range(1, epochs + 1):
         opt.zero_grad()
         logits = mod(X)
@@ -331,6 +337,9 @@ def train(data: TextData, blocks: int, lr: float, warmup: int, epochs: int, seed
             with torch.no_grad():
                 if bool((mod(X).argmax(-1) == y).all()):
                     break
+        if report is not None and e % report_every == 0 and e < epochs and report(e, float(loss.item())):
+            pruned = True
+            break
     with torch.no_grad():
         logits = mod(X)
         fl = float(torch.nn.functional.cross_entropy(logits, y).item())
@@ -338,7 +347,7 @@ def train(data: TextData, blocks: int, lr: float, warmup: int, epochs: int, seed
     curve.append((e, fl, sum(corr) / len(corr)))
     exact = from_state_dict(mod.state_dict(), like=model)
     return TrainResult(blocks, lr, warmup, exact, mod, e, fl if math.isfinite(fl) else float("inf"),
-                       sum(corr) / len(corr), corr, curve, time.perf_counter() - t0)
+                       sum(corr) / len(corr), corr, curve, time.perf_counter() - t0, pruned)
 
 
 def export_module(module: Any):
@@ -426,3 +435,17 @@ def fit_scale(xs: Sequence[float], ys: Sequence[float], power: float) -> float:
     f = np.asarray(xs, float) ** power
     y = np.asarray(ys, float)
     return float((f @ y) / (f @ f))
+
+
+def fit_power_se(xs: Sequence[float], ys: Sequence[float]) -> Optional[Tuple[float, float, int]]:
+    """Least-squares exponent b of log y = a + b log x with its standard error (the usual OLS
+    formula, n − 2 degrees of freedom): (b, se, n), or None with fewer than 3 points or one x."""
+    lx, ly = np.log(np.asarray(xs, float)), np.log(np.asarray(ys, float))
+    n = len(lx)
+    if n < 3 or len(set(lx.tolist())) < 2:
+        return None
+    b, a = np.polyfit(lx, ly, 1)
+    resid = ly - (a + b * lx)
+    sxx = float(((lx - lx.mean()) ** 2).sum())
+    se = math.sqrt(float((resid ** 2).sum()) / (n - 2) / sxx)
+    return float(b), se, n
