@@ -133,7 +133,7 @@ def test_fig3_record_written(monkeypatch, tmp_path):
     pytest.importorskip("optuna")
     from exactmem.experiments import kajitsuka_fig3 as F3
 
-    _tiny(monkeypatch, F3, {"seeds": [0, 1], "trials": 2, "epochs": 150, "construction": True,
+    _tiny(monkeypatch, F3, {"seeds": [0, 1], "trials": 2, "epochs": 150, "construction": True, "budget_s": 600, "budget_cell_s": 60,
                             "maps": {"table": {"Ns": [30, 40], "grid": [1, 2]}, "fixed": {"Ns": [20], "grid": [1]}}})
     rec = run_experiment("kajitsuka-fig3", RunConfig(out=str(tmp_path)))
     for f in ("kajitsuka-fig3.json", "kajitsuka-fig3.csv", "kajitsuka-fig3-blocks.png"):

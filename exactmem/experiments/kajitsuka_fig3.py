@@ -69,12 +69,16 @@ PILOT_SOURCE = ("seed 0; table map: the previous full run (one trial, lr 3e-2, w
 
 def settings(config: RunConfig) -> Dict[str, Any]:
     if config.quick:  # smaller N and grids, three trials; the same model, rules, tuning and search
-        return {"seeds": [0, 1, 2], "trials": 3, "epochs": 1000, "construction": False,
+        return {"seeds": [0, 1, 2], "trials": 3, "epochs": 1000, "construction": False, "budget_s": 600,
+                "budget_cell_s": 120,
                 "maps": {"table": {"Ns": [300, 600], "grid": [1, 2]},
                          "fixed": {"Ns": [50, 100], "grid": [1, 2]}}}
     # sized so that the whole run fits in ~70 min wall on one thread of a shared 2-core machine
-    return {"seeds": [0, 1, 2], "trials": 10, "epochs": 1000, "construction": True,
-            "maps": {"table": {"Ns": [600, 1000, 1400], "grid": [1, 2, 4, 8]},
+    # guards (reported in the JSON as tried = "time budget"): no new N after budget_s, no new
+    # (N, #blocks) cell after budget_s + budget_cell_s
+    return {"seeds": [0, 1, 2], "trials": 10, "epochs": 1000, "construction": True, "budget_s": 3600,
+            "budget_cell_s": 420,
+            "maps": {"table": {"Ns": [600, 1000, 1400, 1700], "grid": [1, 2, 4, 8]},
                      "fixed": {"Ns": [50, 100, 200, 400], "grid": [1, 2, 4, 8]}}}
 
 
@@ -148,14 +152,20 @@ def judge(results: List[Tuple[K.TrainResult, Dict[str, Any]]], data: K.TextData,
 
 
 def search(data: K.TextData, onehot: bool, seed: int, grid: List[int], start: int, s: Dict[str, Any],
-           config: RunConfig, record: Record, tag: Dict[str, Any]) -> Tuple[Optional[int], Optional[int], List[Dict]]:
-    """Minimum #blocks by the float rule and by the certificate for one dataset, from grid[start]."""
+           config: RunConfig, record: Record, tag: Dict[str, Any],
+           deadline: float = float("inf")) -> Tuple[Optional[int], Optional[int], List[Dict]]:
+    """Minimum #blocks by the float rule and by the certificate for one dataset, from grid[start];
+    no cell is started after ``deadline`` (time.perf_counter())."""
     fmin: Optional[int] = None
     cmin: Optional[int] = None
     cells: List[Dict[str, Any]] = []
     for i in range(start, len(grid)):
         b = grid[i]
         if fmin is not None and i > grid.index(fmin) + CERT_EXTRA:
+            break
+        if time.perf_counter() > deadline:
+            cells.append({"blocks": b, "skipped": "time budget"})
+            record.log(f"  {tag['map']} seed {seed} N={data.N} blocks={b}: not started (time budget)")
             break
         t0 = time.perf_counter()
         results = tune(data, b, onehot, seed, s, record, tag)
@@ -195,39 +205,53 @@ def run(config: RunConfig, record: Record) -> None:
     seeds = [config.seed + k for k in s["seeds"]]
     table: Dict[str, List[Dict[str, Any]]] = {}
     series: List[Dict[str, Any]] = []
-    for mname, m in s["maps"].items():
-        onehot = mname == "table"
-        grid = list(m["grid"])
-        per_N: Dict[int, Dict[str, List[Optional[int]]]] = {N: {"float": [], "cert": [], "tried": []} for N in m["Ns"]}
-        for seed in seeds:
-            start, stopped_at = 0, None
+    t_start = time.perf_counter()
+    per_N: Dict[str, Dict[int, Dict[str, List[Any]]]] = {
+        mname: {N: {"float": [], "cert": [], "tried": []} for N in m["Ns"]} for mname, m in s["maps"].items()}
+    for seed in seeds:  # seed outermost: a run cut by the time budget loses whole seeds, not a map
+        for mname, m in s["maps"].items():
+            onehot = mname == "table"
+            grid = list(m["grid"])
+            start, stopped = 0, None
             for N in m["Ns"]:
-                if stopped_at is not None:
-                    per_N[N]["float"].append(None)
-                    per_N[N]["cert"].append(None)
-                    per_N[N]["tried"].append(False)
+                if stopped is None and time.perf_counter() - t_start > s["budget_s"]:
+                    stopped = "time budget"
+                if stopped is not None:
+                    per_N[mname][N]["float"].append(None)
+                    per_N[mname][N]["cert"].append(None)
+                    per_N[mname][N]["tried"].append(stopped)
                     continue
                 t0 = time.perf_counter()
                 data = K.corpus_examples(N, seed)
                 tag = {"map": mname, "seed": seed, "N": N}
-                fmin, cmin, cells = search(data, onehot, seed, grid, start, s, config, record, tag)
+                fmin, cmin, cells = search(data, onehot, seed, grid, start, s, config, record, tag,
+                                           deadline=t_start + s["budget_s"] + s["budget_cell_s"])
+                cut = any("skipped" in c for c in cells)
                 found = [x for x in (fmin, cmin) if x is not None]
                 if found:
                     start = grid.index(min(found))
+                elif cut:
+                    stopped = "time budget"
                 else:
-                    stopped_at = N
-                per_N[N]["float"].append(fmin)
-                per_N[N]["cert"].append(cmin)
-                per_N[N]["tried"].append(True)
+                    stopped = f"N = {N} not memorized up to #blocks {grid[-1]}"
+                per_N[mname][N]["float"].append(fmin)
+                per_N[mname][N]["cert"].append(cmin)
+                per_N[mname][N]["tried"].append(f"cut by the time budget at #blocks {cells[-1]['blocks']}"
+                                                if cut else "yes")
                 series.append({"map": mname, "seed": seed, "N": N, "vocabulary": len(data.vectors),
                                "min_blocks_float": fmin, "min_blocks_certified": cmin, "cells": cells,
                                "seconds": round(time.perf_counter() - t0, 1)})
                 record.log(f"{mname} seed {seed} N={N}: min #blocks float {fmin}, certified {cmin}"
-                           + (f" (paper {PAPER[N]})" if onehot and N in PAPER else ""))
+                           + (f" (paper {PAPER[N]})" if onehot and N in PAPER else "")
+                           + f" [{time.perf_counter() - t_start:.0f} s]")
+    for mname, m in s["maps"].items():
+        onehot = mname == "table"
+        grid = list(m["grid"])
         rows = []
         for N in m["Ns"]:
-            e = {"N": N, "float": spread(per_N[N]["float"], grid[-1]), "certified": spread(per_N[N]["cert"], grid[-1]),
-                 "tried": per_N[N]["tried"], "paper_recovered_from_figure": PAPER.get(N) if onehot else None}
+            pn = per_N[mname][N]
+            e = {"N": N, "float": spread(pn["float"], grid[-1]), "certified": spread(pn["cert"], grid[-1]),
+                 "tried": pn["tried"], "paper_recovered_from_figure": PAPER.get(N) if onehot else None}
             e["params_at_median_certified"] = (K.n_params(int(e["certified"]["median"]),
                                                           d=_vocab(series, mname, N) if onehot else K.D_TOK)
                                                if e["certified"]["median"] is not None
@@ -244,7 +268,8 @@ def run(config: RunConfig, record: Record) -> None:
                                   "sampler": "TPE (seeded, 4 random start-up trials)",
                                   "pruner": "median rule on the training loss every 50 epochs, "
                                             "after 2 complete trials and 200 epochs",
-                                  "threads": 1}
+                                  "threads": 1, "budget_s": s["budget_s"],
+                                  "budget_cell_s": s["budget_cell_s"]}
     record.summary["data"] = K.corpus_info()
     record.summary["pilots"] = {"source": PILOT_SOURCE, "runs": PILOTS}
     record.summary["table"] = table
