@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 from itertools import permutations
-from typing import Any, Dict
+from typing import Any, Dict, Sequence
 
-from .certificates import Chain, add, div, mul, op, sub
+from .certificates import Chain, add, div, lit, mul, op, sub
 
 DANA = "Dana, Pydi & Chevaleyre (AISTATS 2025)"
 
@@ -103,6 +103,114 @@ def _abs(x):
     return op("max", x, op("-", x))
 
 
+# ------------------------------------------------------------------ producer side: Arb values of a chain
+
+def arb_eval(e, env: Dict[str, Any]):
+    """An Arb ball of an expression of the certificate language (the producer's own evaluation,
+    separate code from the kernel's ``elementary.py``); ``env`` maps defined names to balls."""
+    from flint import arb
+
+    from ..constructions.dana import _arb
+
+    if isinstance(e, str):
+        if e in env:
+            return env[e]
+        return _arb(Fraction(e))
+    o, args = e[0], e[1:]
+    if o == "e":
+        return arb(1).exp()
+    if o == "^":
+        return arb_eval(args[0], env) ** int(args[1])
+    a = [arb_eval(x, env) for x in args]
+    if o == "+":
+        return sum(a[1:], a[0])
+    if o == "*":
+        out = a[0]
+        for x in a[1:]:
+            out = out * x
+        return out
+    if o == "-":
+        return -a[0] if len(a) == 1 else a[0] - a[1]
+    if o == "/":
+        return a[0] / a[1]
+    if o in ("ln", "log2", "exp", "sqrt"):
+        x = a[0]
+        return {"ln": x.log, "exp": x.exp, "sqrt": x.sqrt, "log2": lambda: x.log() / arb(2).log()}[o]()
+    if o in ("min", "max"):
+        out = a[0]
+        for x in a[1:]:
+            out = out.min(x) if o == "min" else out.max(x)
+        return out
+    if o in ("floor", "ceil"):
+        return a[0].floor() if o == "floor" else a[0].ceil()
+    raise ValueError(f"arb_eval: operator {o!r} not supported")
+
+
+def chain_values(ch: Chain, prec: int = 256) -> Dict[str, Any]:
+    """Arb balls of every definition of ``ch``, in order."""
+    from flint import ctx
+
+    old = ctx.prec
+    ctx.prec = prec
+    try:
+        env: Dict[str, Any] = {}
+        for x in ch.definitions:
+            env[x["name"]] = arb_eval(x["expr"], env)
+        return env
+    finally:
+        ctx.prec = old
+
+
+def interval(ball):
+    """A ball as an exact-endpoint :class:`~exactmem.enclosure.Interval`."""
+    from ..enclosure import Interval
+    from ..linalg import lower_fraction, upper_fraction
+
+    return Interval(lower_fraction(ball), upper_fraction(ball))
+
+
+def decided_step(ch: Chain, env, eq: str, claim: str, lhs, rels: Sequence[str], rhs, uses=(), prec: int = 256):
+    """Add the step ``lhs rel rhs`` with the first of ``rels`` that the producer's Arb values decide
+    true (the kernel re-decides it); returns (step id, rel). Neither decided: a DataError."""
+    from flint import ctx
+
+    from ..data.dataset import DataError
+    from ..enclosure import HOLDS, compare
+
+    old = ctx.prec
+    ctx.prec = prec
+    try:
+        L, R = interval(arb_eval(lit(lhs), env)), interval(arb_eval(lit(rhs), env))
+    finally:
+        ctx.prec = old
+    for rel in rels:
+        if compare(L, rel, R) == HOLDS:
+            return ch.step(eq, claim.replace("{rel}", rel), lhs, rel, rhs, uses), rel
+    raise DataError(f"{eq}: {claim}: undecided at {prec} bits ({L} vs {R})")
+
+
+def report_from_chain(title: str, ch: Chain, prec: int = 256):
+    """A :class:`~exactmem.bounds.report.Report` of the chain's steps, each decided on the
+    producer's Arb values (what ``bounds run`` prints; the kernel re-checks the certificate)."""
+    from flint import ctx
+
+    from ..bounds.report import Report, check
+
+    env = chain_values(ch, prec)
+    rep = Report(title)
+    old = ctx.prec
+    ctx.prec = prec
+    try:
+        for s in ch.steps:
+            rep.add(check(s["eq"], s["claim"], interval(arb_eval(s["lhs"], env)), s["rel"],
+                          interval(arb_eval(s["rhs"], env)), "verdict"))
+    finally:
+        ctx.prec = old
+    for x in ch.producer:
+        rep.notes.append(f"checked by the producer: {x['eq']}: {x['claim']}" + (f" ({x['note']})" if x.get("note") else ""))
+    return rep
+
+
 def theorem3(p: Dict[str, Any]) -> Dict[str, Any]:
     """Eq. (15) (c = 1/4), Lemma 4's range bound and (17) for the explicit family f_δ, every δ: the
     logits are exact rationals, so each quantity is logs and exps of rationals:
@@ -150,3 +258,145 @@ def theorem3(p: Dict[str, Any]) -> Dict[str, Any]:
 
 BUILDERS = {"dana.proposition1.obstruction": proposition1, "dana.theorem2.bound": theorem2,
             "dana.theorem3.eq15": theorem3}
+
+
+# ------------------------------------------------------------------ Theorem 2 with d < N − 1
+
+def theorem2_small_d_chain(name: str) -> Chain:
+    """Theorem 2 on an instance of :data:`~exactmem.constructions.dana_small_d.INSTANCES` (d < N − 1):
+    d_KL(π, L) > 0 (strict diagonal dominance of the log-probability matrix), the proof's λ(t)
+    bracketed (φ(lo) > 0 > φ(hi)), A.3's bound on λ(t), and d_KL(π, f_λ̃) — an upper bound on
+    d_KL(π, L) — against the right-hand side with the paper's C and with the measured coherence c;
+    the right-hand side against the uniform encoder's E_t[ln N − h_t] (is the bound informative?)
+    and the "simpler bound". Every relation is decided by the producer (Arb) and re-decided by
+    the kernel; the class grouping and c are producer-checked (exact counts over N² pairs)."""
+    from ..constructions import dana_small_d as SD
+
+    W, q = SD.instance(name)
+    N, d = q["N"], q["d"]
+    classes = SD.theorem2_classes(W, q["etas"])
+    c = SD.coherence(W)
+    ch = Chain(f"{DANA}, Theorem 2 at N = {N}, S = 1, d = {d} < N − 1 (instance {name}): d_KL(π, L(N, 1, d)) > 0 "
+               "and Theorem 2's bound, with the paper's C = √(32 ln(N+1)/d) and with the explicit W's coherence")
+    thm = ch.premise(DANA + ", Theorem 2", "For W with ‖WWᵀ − I‖_∞ ≤ C (C = √(32 log(N+1)/d)) and E(t) = λ(t) W_g(t), "
+                     "λ(t) the root of −H(π_t) = log Σ_j exp(λ (W_j − W_g)ᵀW_g): d_KL(π, L(N,S,d)) ≤ E_t[(1 − π_g)"
+                     "(1 + 2C + C d_TV(π̃_t, π_unif))/(1 − 2C) log((N−1)/(e^{−H(π_t)} − 1))].", "Thm 2")
+    a3 = ch.premise(DANA + ", App. A.3 (proof of Theorem 2)", "With a_j = (W_j − W_g)ᵀW_g ≤ −(1 − 2C) for j ≠ g "
+                    "(C ≥ the coherence, C < 1/2): λ(t) ≤ log((N−1)/(e^{h_t} − 1))/(1 − 2C); the proof uses C only "
+                    "through |W_jᵀW_g| ≤ C and ‖W_g‖² ≥ 1 − C, so any C ≥ ‖WWᵀ − I‖_max in [0, 1/2) may replace "
+                    "the printed constant.", "A.3")
+    enc = ch.premise("Definition 1 (sequence encoders)", "f_λ̃(t) = λ̃(t) W W_g(t) is an encoder of L(N, S, d) for "
+                     "every rational λ̃(t), so d_KL(π, L) ≤ d_KL(π, f_λ̃) = E_t[−h_t − Σ_j π_j f_j + ln Σ_j e^{f_j}] "
+                     "(softmax is shift-invariant: f_j = λ̃ a_j).", "Def. 1")
+    ivt = ch.premise("Intermediate value theorem", "φ(λ) = ln Σ_j e^{λ a_j} − h is continuous and strictly decreasing "
+                     "(a_g = 0, a_j < 0 otherwise): φ(lo) > 0 > φ(hi) puts the root λ(t) in (lo, hi).", "(6)")
+    rank = ch.premise("Levy–Desplanques; Proposition 2's closedness argument",
+                      "A strictly row-diagonally-dominant matrix is invertible; the row-wise shifted log-probability "
+                      "matrix ln π(j|t) − ln ρ_far(t) has diagonal ln((1 − η_t)/ρ_far(t)) and off-diagonal entries "
+                      "ln(π(j|t)/ρ_far(t)) ≥ 0; invertible ⇒ the centred log-probability matrix has rank ≥ N − 1 "
+                      "> d; every f ∈ L has centred logits of rank ≤ d, a rank-≤d set is closed and softmax is a "
+                      "homeomorphism from the centred logits onto the open simplex, so d_KL(π, L(N,S,d)) > 0.",
+                      "Prop. 2")
+    ch.define("N", N), ch.define("d", d)
+    ch.define("C", op("sqrt", div(mul("32", op("ln", add("N", "1"))), "d")), "the paper's C")
+    ch.define("c", c, "the coherence ‖WWᵀ − I‖_max of the explicit W (exact, producer-checked)")
+    ch.define("d_min", add(op("floor", mul("128", op("ln", add("N", "1")))), "1"), "smallest d with C < 1/2")
+    kl, rC, rc, base, miss, hbar = [], [], [], [], [], []
+    for k, cl in enumerate(classes):
+        w = Fraction(cl["count"], N)
+        pg, terms = cl["pi_g"], cl["terms"]
+        lo, hi = SD.lambda_bracket(cl)
+        cl["lambda"] = (lo, hi)
+        ch.define(f"pg{k}", pg, f"class {k}: {cl['count']} sequences, π(g|t)")
+        h = ch.define(f"h{k}", op("-", add(mul(f"pg{k}", op("ln", f"pg{k}")),
+                                          *[mul(m, p, op("ln", p)) for _, p, m in terms])), "Shannon entropy h_t")
+        lse = lambda lam: op("ln", add("1", *[mul(m, op("exp", mul(lam, a))) for a, _, m in terms]))  # noqa: E731
+        ch.define(f"lo{k}", lo), ch.define(f"hi{k}", hi)
+        ch.define(f"phlo{k}", sub(lse(f"lo{k}"), h), "φ(lo)")
+        ch.define(f"phhi{k}", sub(lse(f"hi{k}"), h), "φ(hi)")
+        ch.define(f"kl{k}", add(op("-", h), op("-", mul(f"lo{k}", add(*[mul(m, p, a) for a, p, m in terms]))),
+                                lse(f"lo{k}")), "KL(π_t ‖ softmax f_λ̃(t)), λ̃ = lo")
+        ch.define(f"tv{k}", div(add(*[mul(m, _abs(sub(div(p, sub("1", f"pg{k}")), div("1", sub("N", "1")))))
+                                    for _, p, m in terms]), "2"), "d_TV(π̃_t, π_unif)")
+        ch.define(f"lt{k}", op("ln", div(sub("N", "1"), sub(op("exp", h), "1"))), "log((N−1)/(e^{h_t} − 1))")
+        fac = lambda CC: div(add("1", mul("2", CC), mul(CC, f"tv{k}")), sub("1", mul("2", CC)))  # noqa: E731
+        ch.define(f"rC{k}", mul(sub("1", f"pg{k}"), fac("C"), f"lt{k}"), "right-hand side term, paper's C")
+        ch.define(f"rc{k}", mul(sub("1", f"pg{k}"), fac("c"), f"lt{k}"), "right-hand side term, C = coherence c")
+        far = min(p for _, p, _ in terms)
+        ch.define(f"dg{k}", op("ln", div(f"pg{k}", far)), "diagonal ln((1 − η)/ρ_far)")
+        ch.define(f"od{k}", add("0", *[mul(m, op("ln", div(p, far))) for _, p, m in terms if p != far]),
+                  "sum of the off-diagonal entries ln(π_j/ρ_far) ≥ 0")
+        for lst, nm in ((kl, "kl"), (rC, "rC"), (rc, "rc")):
+            lst.append(mul(w, f"{nm}{k}"))
+        base.append(mul(w, sub(op("ln", "N"), h)))
+        miss.append(mul(w, sub("1", f"pg{k}")))
+        hbar.append(mul(w, h))
+    ch.define("KL", add(*kl), "d_KL(π, f_λ̃) = Σ_classes (count/N)·KL_class")
+    ch.define("RHS_C", add(*rC), "Theorem 2's right-hand side with the paper's C")
+    ch.define("RHS_c", add(*rc), "the same with C = the coherence c")
+    ch.define("UNIF", add(*base), "d_KL(π, f ≡ 0) = E_t[ln N − h_t] (the uniform encoder)")
+    ch.define("miss", add(*miss)), ch.define("hbar", add(*hbar))
+    simp = lambda CC: mul("miss", op("ln", div(sub("N", "1"), sub(op("exp", "hbar"), "1"))),  # noqa: E731
+                          div(add("1", mul("4", CC)), sub("1", mul("2", CC))))
+    ch.define("SIMP_C", simp("C"), "the 'simpler bound', paper's C")
+    ch.define("SIMP_c", simp("c"), "the 'simpler bound', C = c")
+    env = chain_values(ch)
+    sW, relW = decided_step(ch, env, "Thm 2 (W)", "the explicit W's coherence c {rel} the paper's C", "c", ("<=", ">"),
+                            "C", [thm])
+    sC, relC = decided_step(ch, env, "Thm 2", "the paper's C {rel} 1/2", "C", ("<", ">"), "1/2", [thm])
+    below = relC == "<"
+    decided_step(ch, env, "Thm 2 / Prop. 2", "d_min = ⌊128 ln(N+1)⌋ + 1 {rel} N − 1 (≥: vacuous)", "d_min",
+                 ("<", ">="), sub("N", "1"), [thm])
+    sd = ch.step("Prop. 2", "d < N − 1", "d", "<", sub("N", "1"), [rank])
+    sc = ch.step("A.3", "the coherence c < 1/2 (the proof's constant)", "c", "<", "1/2", [a3])
+    dom = []
+    for k, cl in enumerate(classes):
+        dom.append(ch.step("Prop. 2", f"class {k}: strict diagonal dominance of the shifted log-probability rows",
+                           f"dg{k}", ">", f"od{k}", [rank]))
+        b1 = ch.step("(6)", f"class {k}: φ(lo) > 0 (λ(t) > lo)", f"phlo{k}", ">", "0", [ivt])
+        b2 = ch.step("(6)", f"class {k}: φ(hi) < 0 (λ(t) < hi)", f"phhi{k}", "<", "0", [ivt])
+        ch.step("A.3", f"class {k}: λ(t) < hi ≤ log((N−1)/(e^h − 1))/(1 − 2c)", f"hi{k}", "<=",
+                div(f"lt{k}", sub("1", mul("2", "c"))), [a3, sc, b1, b2])
+        if below:
+            ch.step("A.3", f"class {k}: λ(t) < hi ≤ log((N−1)/(e^h − 1))/(1 − 2C), paper's C", f"hi{k}", "<=",
+                    div(f"lt{k}", sub("1", mul("2", "C"))), [a3, sC, b1, b2])
+    env = chain_values(ch)
+    if below:
+        decided_step(ch, env, "Thm 2 (as printed)", "d_KL(π, L) ≤ d_KL(π, f_λ̃) {rel} the right-hand side with the "
+                     "paper's C", "KL", ("<=", ">"), "RHS_C", [thm, enc, sW, sC])
+        decided_step(ch, env, "Thm 2 (informative?)", "the right-hand side with the paper's C {rel} the uniform "
+                     "encoder's d_KL = E_t[ln N − h_t]", "RHS_C", ("<", ">="), "UNIF", [thm])
+        decided_step(ch, env, "Thm 2 (simplified)", "d_KL(π, f_λ̃) {rel} the simpler bound with the paper's C", "KL",
+                     ("<=", ">"), "SIMP_C", [thm, enc])
+    else:
+        ch.step("Thm 2 (as printed)", "the right-hand side with the paper's C is negative, below d_KL(π, L) > 0: the "
+                "printed statement fails on this instance", "RHS_C", "<", "0", [thm, sC, sd, *dom])
+    decided_step(ch, env, "Thm 2 (C = c)", "d_KL(π, L) ≤ d_KL(π, f_λ̃) {rel} the right-hand side with C = c",
+                 "KL", ("<=", ">"), "RHS_c", [thm, a3, enc, sc])
+    decided_step(ch, env, "Thm 2 (C = c, informative?)", "the right-hand side with C = c {rel} E_t[ln N − h_t]",
+                 "RHS_c", ("<", ">="), "UNIF", [thm])
+    decided_step(ch, env, "Thm 2 (simplified, C = c)", "d_KL(π, f_λ̃) {rel} the simpler bound with C = c", "KL",
+                 ("<=", ">"), "SIMP_c", [thm, enc])
+    ch.step("Thm 2", "d_KL(π, L) ≤ d_KL(π, f_λ̃) > 0 is the quantity bounded (f_λ̃ is not exact)", "KL", ">", "0", [enc])
+    ch.by_producer("Thm 2 (W)", f"‖WWᵀ − I‖_max = {c} for the explicit W ({N} × {d}; exact, over the N² entries)")
+    ch.by_producer("classes", f"the {N} sequences fall into {len(classes)} classes with the listed (a_j, π_j, "
+                   "multiplicity); each class's multiplicities sum to N − 1 (exact count)")
+    ch.conclusion = (f"at N = {N}, d = {d} < N − 1: d_KL(π, L) > 0, and d_KL(π, L) ≤ d_KL(π, f_λ̃) ≤ the right-hand "
+                     f"side with C = c = {c}" + ("; the paper's C < 1/2 and its bound holds" if below else
+                                                 "; with the paper's C > 1/2 the printed right-hand side is negative"))
+    return ch
+
+
+def theorem2_small_d(p: Dict[str, Any]) -> Dict[str, Any]:
+    return theorem2_small_d_chain(p["instance"]).document()
+
+
+def theorem2_small_d_report(p: Dict[str, Any]):
+    from ..constructions.dana_small_d import INSTANCES
+
+    q = INSTANCES[p["instance"]]
+    return report_from_chain(f"Theorem 2 with d < N − 1: N = {q['N']}, S = 1, d = {q['d']}",
+                             theorem2_small_d_chain(p["instance"]))
+
+
+BUILDERS["dana.theorem2.small_d"] = theorem2_small_d

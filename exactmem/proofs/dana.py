@@ -305,6 +305,14 @@ LOWER_BOUNDS = [
                  SOURCE + ", Theorem 2", run_theorem2,
                  [Instance("N3-S2-d3", {"N": 3, "S": 2, "d": 3}, ("small", "medium")),
                   Instance("N5-S1-d5-jensen", {"d": 5, "jensen": True}, ("small", "medium"))]),
+    BoundTheorem("dana.theorem2.small_d", "Theorem 2 with d < N − 1 (d_KL(π, L) > 0 proved on the instance): the "
+                 "proof's encoder against the bound with the paper's C and with the explicit W's coherence, the bound "
+                 "against the uniform encoder; every step kernel-checked (bounds run --certificate).",
+                 SOURCE + ", Theorem 2 and App. A.3",
+                 lambda p: __import__("exactmem.bounds.dana_certificates", fromlist=["x"]).theorem2_small_d_report(p),
+                 [Instance("N6-d4", {"instance": "N6-d4"}, ("small", "medium")),
+                  Instance("N869-d867", {"instance": "N869-d867"}, ("small", "medium")),
+                  Instance("N1000-d900", {"instance": "N1000-d900"}, ("medium",))]),
     BoundTheorem("dana.theorem3.eq15", "Eq. (15), Lemma 4 and (17) for the explicit family f_delta.",
                  SOURCE + ", Theorem 3 / Lemma 4", run_theorem3,
                  [Instance("N3-S2-d3", {"N": 3, "S": 2, "d": 3}, ("small", "medium"))]),
