@@ -17,10 +17,13 @@ EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2,
 
 
 def _cmd_certify(args) -> int:
-    from .pipeline import certify_file, format_table
+    from .pipeline import certify_file, format_summary, format_table
     from .proof import ProofFileError
 
+    finished = []
+
     def show(row):
+        finished.append(row)
         if row.verdict != "CERTIFIED":
             print(f"  {row.theorem} [{row.instance}]: {row.verdict}: {row.message}", file=sys.stderr)
 
@@ -40,6 +43,13 @@ def _cmd_certify(args) -> int:
         if args.debug:
             raise
         return report_error(e)
+    except KeyboardInterrupt:  # Ctrl-C: the rows already finished, then exit 130
+        if finished and not args.json:
+            print((format_table if args.markdown else format_summary)(finished))
+            print(f"\ncertificates of these rows in {args.out}/")
+        print(f"interrupted after {plural(len(finished), 'finished instance')}"
+              + (" (their table is above)" if finished and not args.json else ""), file=sys.stderr)
+        return EXIT_INTERRUPTED
     if not rows:
         return report_error(f"{args.proof} has no instances for --size {args.size}"
                             + (f" matching --only {args.only!r}" if args.only else "")
@@ -47,11 +57,11 @@ def _cmd_certify(args) -> int:
     if args.json:
         print(json.dumps([r.__dict__ for r in rows], indent=1, default=str))
     else:
-        print(format_table(rows))
+        print((format_table if args.markdown else format_summary)(rows))
         from .pipeline import resolve_checker
 
         chk = resolve_checker(args.checker, args.size)
-        how = f"{chk} checker" + (f" (--checker auto for --size {args.size})" if args.checker == "auto" else "")
+        how = f"{chk} checker"
         if args.workers > 1 or args.scheduler:
             how += f", sharded on {args.scheduler or f'{args.workers} Dask workers'}"
         print(f"\ncertificates in {args.out}/  (seed {args.seed}, size {args.size}, {how})")
@@ -247,6 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write certificates with more than K examples as version-2 chunk files of K examples "
                         "(default: chunks of 12,500 above 50,000 examples; 0: never)")
     c.add_argument("--json", action="store_true", help="print the summary as JSON")
+    c.add_argument("--markdown", action="store_true",
+                   help="print the full Markdown table (width, total bits, hypotheses) instead of the "
+                        "80-column summary")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.add_argument("--debug", action="store_true", help="show Python tracebacks for bad input")
     c.set_defaults(fn=_cmd_certify)

@@ -14,13 +14,15 @@ from typing import Callable, List, Optional
 
 from .certificate.checker import MalformedCertificate, Verdict, check_certificate, load_certificate
 from .certificate.chunkfiles import chunk_reader
+from .certificate.limits import Budget, Limits
 from .certificate.writer import build_certificate, write_certificate
 from .data.dataset import DataError
 from .model.forward import InputError
 from .model.layers import ModelError
 from .model.forward import decode_output, forward
 from .model.measure import measure, paper_counts
-from .progress import Progress
+from .errors import plural
+from .progress import Progress, duration
 from .proof import Theorem, load_proof_file
 
 
@@ -104,7 +106,26 @@ def preferred_engine(theorem: str) -> Optional[str]:
     return engines.pop() if len(engines) == 1 else None
 
 
-def claimed_outputs(model, ds, backend: str = "auto", client=None) -> list:
+def expected_cost(inst) -> float:
+    """The expected cost of certifying ``inst``, for the progress bar's weighted ETA (display
+    only): ``Instance.cost`` when the proof file states one, else examples × depth with the
+    depth of an Õ(√N) construction, i.e. N^1.5 · n from the parameters N (examples; else T or
+    k) and n (sequence length; else 1)."""
+    if getattr(inst, "cost", None):
+        return float(inst.cost)
+
+    def count(*keys) -> int:
+        for k in keys:
+            v = inst.params.get(k)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v
+        return 1
+
+    N, n = count("N", "T", "k"), count("n")
+    return float(N) ** 1.5 * n + 10.0  # + a constant: building and writing cost something at any N
+
+
+def claimed_outputs(model, ds, backend: str = "auto", client=None, on_layer=None) -> list:
     """The producer's exact forward pass: one claimed output per example (decoded), or the
     labels for an argmax model after softmax (the checker decides with certified intervals).
     With a Dask ``client`` the examples are split over its workers (examples are independent;
@@ -118,11 +139,11 @@ def claimed_outputs(model, ds, backend: str = "auto", client=None) -> list:
         futs = [client.submit(_outputs_of, m, ds.inputs[a:b], ds.labels[a:b], backend, pure=False)
                 for a, b in zip(cuts, cuts[1:])]
         return [o for f in futs for o in f.result()]
-    return _outputs_of(model, ds.inputs, ds.labels, backend)
+    return _outputs_of(model, ds.inputs, ds.labels, backend, on_layer)
 
 
-def _outputs_of(model, inputs, labels, backend: str) -> list:
-    res = forward(model, inputs, backend=backend)
+def _outputs_of(model, inputs, labels, backend: str, on_layer=None) -> list:
+    res = forward(model, inputs, backend=backend, on_layer=on_layer)
     if res.exact:
         return [decode_output(model, o) for o in res.outputs]
     return list(labels) if model.decode == "argmax" else [None] * len(res.outputs)
@@ -144,11 +165,11 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
     own = progress is None
     prog = Progress(1, "certify", "instance", quiet=quiet) if own else progress
     what = f"{theorem.name} [{inst.name}]"
-    prog.describe(f"{prefix}{what}")
+    prog.describe(what)
     try:
         t0 = time.perf_counter()
         times = {}
-        prog.stage("build", f"{prefix}{what} building ...")
+        prog.stage("build", "building ...")
         try:
             built = theorem.build(dict(inst.params), seed)
         except (DataError, ModelError, InputError) as e:
@@ -157,12 +178,13 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
         times["build"] = time.perf_counter() - t0
         engine = getattr(inst, "engine", None) if backend == "auto" else None
         engine = engine or backend
-        prog.stage(f"forward, {len(ds)} examples ({engine})",
-                   f"{prefix}{what} forward pass on {len(ds)} examples (engine {engine}) ...")
+        prog.stage("forward", f"forward pass on {plural(len(ds), 'example')}, {len(model.layers)} layers "
+                              f"(engine {engine}) ...")
         t1 = time.perf_counter()
-        outputs = claimed_outputs(model, ds, engine, client)
+        outputs = claimed_outputs(model, ds, engine, client,
+                                  on_layer=lambda k, n: prog.within(k, n, "layer"))
         times["forward"] = time.perf_counter() - t1
-        prog.stage("write", f"{prefix}{what} writing the certificate ...")
+        prog.stage("write", "writing the certificate ...")
         m = measure(model)
         hyps = hypothesis_records(built.hypotheses)
         doc = build_certificate(theorem.name, inst.name, seed, model, ds, outputs, built.claims,
@@ -177,8 +199,9 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
         path = write_certificate(doc, os.path.join(out_dir, fname), chunk_examples=k or None)
         del doc  # the checker re-reads the file; the producer's document is not needed any more
         times["write"] = time.perf_counter() - t1 - times["forward"]
-        prog.stage(f"check ({checker})", f"{prefix}{what} checking {path} ({checker} checker) ...")
+        prog.stage(f"check ({checker})", f"checking {path} ({checker} checker) ...")
         t2 = time.perf_counter()
+        rows_total = len(ds)
         try:
             if client is not None:
                 from .distributed.check import check_sharded, worker_status
@@ -186,7 +209,10 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
                 verdict: Verdict = check_sharded(path, client=client, engine=checker,
                                                  on_workers=lambda st: prog.status(f"check: {worker_status(st)}"))
             else:
-                verdict = check(load_certificate(path), read_chunk=chunk_reader(os.path.dirname(os.path.abspath(path))))
+                budget = Budget(Limits(), on_example=lambda g: prog.within(g + 1, rows_total, "example"))
+                kw = {"progress": lambda k, n: prog.within(k, n, "layer")} if checker == "fast" else {}
+                verdict = check(load_certificate(path), budget=budget,
+                                read_chunk=chunk_reader(os.path.dirname(os.path.abspath(path))), **kw)
         except MalformedCertificate as e:  # the producer wrote a file the checker rejects: a row, not a traceback
             verdict = Verdict("MALFORMED", None, f"the checker rejects the certificate: {e}", None, {})
         times["check"] = time.perf_counter() - t2
@@ -205,8 +231,10 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
 
 def _done_line(row: Row) -> str:
     t = row.timings
-    parts = ", ".join(f"{k} {t[k]:.1f}" for k in ("build", "forward", "write", "check") if k in t)
-    return f"{row.theorem} [{row.instance}] {row.verdict} in {row.seconds:.1f} s: {parts}"
+    if row.verdict == "ERROR":
+        return f"{row.theorem} [{row.instance}] ERROR: {row.message}"
+    parts = ", ".join(f"{k} {duration(t[k])}" for k in ("build", "forward", "write", "check") if k in t)
+    return f"{row.theorem} [{row.instance}] {row.verdict} in {duration(row.seconds)} ({parts})"
 
 
 def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: str = "small",
@@ -234,11 +262,12 @@ def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: 
         from .distributed.cluster import dask_client
 
         cluster = dask_client(workers, scheduler)
-    with cluster as client, Progress(len(jobs), "certify", "instance", quiet=quiet) as prog:
+    costs = [expected_cost(inst) for _, inst in jobs]
+    with cluster as client, Progress(len(jobs), "certify", "instance", quiet=quiet, costs=costs or None) as prog:
         for k, (t, inst) in enumerate(jobs, 1):
             try:
                 row = certify_instance(t, inst, seed, out_dir, gzip_output, backend, quiet,
-                                       prefix=f"[{k}/{len(jobs)}] ", checker=checker, progress=prog,
+                                       checker=checker, progress=prog,
                                        chunk_examples=chunk_examples, client=client)
             except Exception as e:  # noqa: BLE001 — a broken instance is a row, the run goes on
                 if debug:
@@ -249,7 +278,7 @@ def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: 
             if on_row:
                 with prog.suspended():
                     on_row(row)
-        prog.describe("certify")  # the bar left on screen sums up the run
+        prog.describe("")  # the bar left on screen sums up the run
     return rows
 
 
@@ -338,4 +367,53 @@ def format_table(rows: List[Row]) -> str:
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
     out = [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     out += [line(b) for b in body]
+    return "\n".join(out)
+
+
+SUMMARY_HEAD = ("theorem / instance", "verdict", "N", "claims", "params", "depth", "bits", "time")
+
+
+def format_summary(rows: List[Row]) -> str:
+    """The ``certify`` summary for a terminal: one block per theorem (its name on a line of its
+    own), one row per instance — verdict, N (distinct examples, "11 of 12" when rows repeat),
+    claims holding, parameters, depth, max bits per weight, time — within 80 columns for the
+    shipped proof files. What does not fit a cell (a failing claim, hypotheses outside the
+    theorem, an ERROR's message) goes on an indented line under its row. The full table:
+    :func:`format_table` (``certify --markdown``); everything: ``--json``."""
+    def cells(r: Row) -> List[str]:
+        if r.verdict == "ERROR":
+            return [r.instance, "ERROR"] + ["-"] * 6
+        claims = _claims_cell(r)
+        short = claims.split(" hold")[0] if claims.endswith(" hold") else claims.split(" ")[0]
+        return [r.instance, r.verdict, _examples_cell(r), short, str(r.params), str(r.depth), str(r.max_bits),
+                duration(r.seconds)]
+
+    def notes(r: Row) -> List[str]:
+        out = []
+        if r.verdict == "ERROR":
+            out.append(r.message)
+        claims = _claims_cell(r)
+        if claims.startswith("FAILS"):
+            out.append("claim " + claims)
+        qualified = _verdict_cell(r)
+        if qualified != r.verdict:
+            out.append(qualified[len(r.verdict):].strip(" ()"))
+        return out
+
+    body = [cells(r) for r in rows]
+    widths = [max(len(h) - 2 * (i == 0), *(len(b[i]) for b in body)) if body else len(h)
+              for i, h in enumerate(SUMMARY_HEAD)]
+    right = {2, 4, 5, 6, 7}  # numbers are right-aligned
+
+    def line(cs: List[str]) -> str:
+        return "  " + "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                                for i, (c, w) in enumerate(zip(cs, widths))).rstrip()
+
+    head = line([""] + list(SUMMARY_HEAD[1:]))  # the first column's head spans the rows' indent too
+    out: List[str] = [SUMMARY_HEAD[0].ljust(widths[0] + 2) + head[2 + widths[0]:]]
+    for k, (r, b) in enumerate(zip(rows, body)):
+        if k == 0 or rows[k - 1].theorem != r.theorem:
+            out.append(r.theorem)
+        out.append(line(b))
+        out += [f"      {n}" for n in notes(r)]
     return "\n".join(out)

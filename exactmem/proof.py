@@ -69,6 +69,7 @@ class Instance:
     params: Dict[str, Any]
     sizes: Sequence[str] = ("small",)
     engine: Optional[str] = None  # preferred exact engine for the producer's forward pass (used by --engine auto)
+    cost: Optional[float] = None  # expected cost, any unit (progress weights its ETA by it); default: from params
 
     def __post_init__(self):
         bad = [s for s in self.sizes if s not in SIZES]

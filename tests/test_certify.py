@@ -137,7 +137,7 @@ def test_cli_certify_check_and_errors(tmp_path):
     out = tmp_path / "c"
     p = _cli("certify", PROOF, "--out", str(out), "--only", "steps", "--gzip")
     assert p.returncode == 0, p.stderr
-    assert "CERTIFIED" in p.stdout and "| theorem" in p.stdout
+    assert "CERTIFIED" in p.stdout and "theorem / instance" in p.stdout
     assert "[1/3]" in p.stderr  # progress on stderr
     cert = out / "relu_interpolation.steps.N5-d2.json.gz"
     assert _cli("check", str(cert)).returncode == 0

@@ -95,8 +95,54 @@ def test_a_build_that_raises_is_an_error_row_and_the_others_still_run(tmp_path):
     assert r.returncode == 3, (r.stdout, r.stderr)
     assert "Traceback" not in r.stderr and r.stderr.splitlines() == [
         "  toy.double [k0]: ERROR: ZeroDivisionError: k = 0 examples: nothing to memorize"]
-    rows = [line for line in r.stdout.splitlines() if line.startswith("| toy.double")]
-    assert [row.split("|")[3].strip() for row in rows] == ["CERTIFIED", "ERROR", "CERTIFIED"]
+    lines = r.stdout.splitlines()
+    assert lines[1] == "toy.double" and [row.split()[1] for row in lines[2:6] if not row.startswith("      ")] == \
+        ["CERTIFIED", "ERROR", "CERTIFIED"]
+    assert "      ZeroDivisionError: k = 0 examples: nothing to memorize" in lines  # the ERROR's message, under it
     r = subprocess.run([sys.executable, "-m", "exactmem", "certify", str(p), "--out", str(tmp_path / "d"), "--quiet",
                         "--debug"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "Traceback" in r.stderr and "ZeroDivisionError" in r.stderr
+
+
+SLOW_PROOF = BROKEN_PROOF.replace('''    if params["k"] == 0:''', '''    if params["k"] == 9:
+        import time
+        time.sleep(600)  # interrupted long before
+    if params["k"] == 0:''').replace('Instance("k0", {"k": 0})', 'Instance("k9", {"k": 9})')
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT")
+def test_ctrl_c_prints_the_table_of_the_finished_rows_and_exits_130(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    p = tmp_path / "slow.py"
+    p.write_text(SLOW_PROOF)
+    code = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "from exactmem.__main__ import main; sys.exit(main(sys.argv[1:]))")
+    proc = subprocess.Popen([sys.executable, "-c", code, "certify", str(p), "--out", str(tmp_path / "c")],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    seen = ""
+    while "k9" not in seen and time.time() < deadline:  # the second instance has started
+        seen += proc.stderr.readline()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    lines = out.splitlines()
+    assert lines[1] == "toy.double" and lines[2].split()[:2] == ["k2", "CERTIFIED"] and "k3" not in out
+    assert "interrupted after 1 finished instance (their table is above)" in err and "Traceback" not in err
+
+
+def test_the_main_jobs_summary_fits_80_columns_and_markdown_has_the_full_table(tmp_path, capsys):
+    from exactmem.cli import main
+
+    assert main(["certify", "proofs/kajitsuka.py", "--only", "next_token", "--out", str(tmp_path), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    table = out.split("\n\n")[0]  # then the line naming the (here long, temporary) output folder
+    assert max(len(line) for line in table.splitlines()) <= 80, out
+    assert main(["certify", "proofs/kajitsuka.py", "--only", "N1-n1-d1-C1", "--out", str(tmp_path), "--quiet",
+                 "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert md.startswith("| theorem ") and "| total bits |" in md.splitlines()[0]

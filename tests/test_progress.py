@@ -53,7 +53,7 @@ def toy_proof(tmp_path):
 
 def _table(stdout: str) -> str:
     """stdout without the run-dependent time column."""
-    return re.sub(r"\| [0-9.]+ +\|$", "| t |", stdout, flags=re.M)
+    return re.sub(r"[0-9.]+ s$", "t", stdout, flags=re.M)
 
 
 # ----------------------------------------------------------------------------- the helper
@@ -68,10 +68,11 @@ def test_modes():
         choose_mode(mode="fancy")
 
 
-def test_plain_lines_have_counts_rate_and_eta_and_no_carriage_return():
+def test_plain_lines_have_one_format_counts_and_eta_and_no_carriage_return():
     f = io.StringIO()
     with Progress(3, "work", "item", file=f, interval=0) as p:
-        p.stage("build", "building the first one ...")
+        p.describe("first")
+        p.stage("build", "building ...")
         p.update(1, "first: ok")
         p.stage("quiet stage")  # no line in plain mode
         p.update(1)  # count line (interval 0)
@@ -80,13 +81,71 @@ def test_plain_lines_have_counts_rate_and_eta_and_no_carriage_return():
     text = f.getvalue()
     assert "\r" not in text
     lines = text.splitlines()
-    assert lines[0] == "building the first one ..."
-    assert lines[1].startswith("[######..............] 1/3 first: ok (elapsed ") and "ETA" in lines[1]
-    assert lines[2].startswith("[#############.......] 2/3 item (elapsed ")
+    assert lines[0] == "[1/3] first: building ..."
+    assert lines[1].startswith("[1/3] first: ok; elapsed ") and "ETA" in lines[1]
+    assert lines[2].startswith("[2/3] items done; elapsed ")
     assert lines[3] == "a note"
-    assert lines[4].startswith("[####################] 3/3 third: ok (elapsed ") and "ETA" not in lines[4]
-    assert re.search(r"(item/s|s/item)", lines[4])
+    assert lines[4].startswith("[3/3] third: ok; elapsed ") and "ETA" not in lines[4]
     assert len(lines) == 5
+
+
+def test_eta_is_weighted_by_the_items_costs(monkeypatch):
+    """Two cheap items took 2 s; the third costs 100 times one of them: the ETA is ~100 s,
+    not the unweighted ~1 s."""
+    clock = [0.0]
+    monkeypatch.setattr("exactmem.progress.time.perf_counter", lambda: clock[0])
+    f = io.StringIO()
+    p = Progress(3, "work", "item", file=f, mode="plain", costs=[1, 1, 100])
+    plain = Progress(3, "work", "item", file=io.StringIO(), mode="plain")
+    clock[0] = 2.0
+    p.update(2, "two small ones")
+    assert p.eta() == pytest.approx(100.0)
+    plain.update(2)
+    assert plain.eta() == pytest.approx(1.0)
+    assert "ETA 1 min 40 s" in f.getvalue()
+    with pytest.raises(ValueError, match="one positive cost per item"):
+        Progress(2, costs=[1], file=io.StringIO(), mode="plain")
+
+
+def test_out_of_order_items_carry_their_own_cost(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr("exactmem.progress.time.perf_counter", lambda: clock[0])
+    p = Progress(2, "work", "item", file=io.StringIO(), mode="plain", costs=[1, 3])
+    clock[0] = 3.0
+    p.update(1, "the big one finished first", cost=3)
+    assert p.eta() == pytest.approx(1.0)
+
+
+def test_progress_inside_a_stage(monkeypatch):
+    """Plain mode: an in-stage line only once the stage has run ``interval`` seconds, then at most
+    every ``interval``; the bar shows the count after the stage's name."""
+    clock = [0.0]
+    monkeypatch.setattr("exactmem.progress.time.perf_counter", lambda: clock[0])
+    f = io.StringIO()
+    p = Progress(1, "work", "item", file=f, mode="plain", interval=10)
+    p.describe("big")
+    p.stage("forward")
+    p.within(1, 100, "layer")  # at 0 s: too early
+    clock[0] = 11.0
+    p.within(40, 100, "layer")
+    clock[0] = 12.0
+    p.within(41, 100, "layer")  # 1 s after the last line
+    clock[0] = 25.0
+    p.within(90, 100, "layer")
+    assert f.getvalue().splitlines() == ["[1/1] big: forward: layer 40/100 (11 s)", "[1/1] big: forward: layer 90/100 (25 s)"]
+    t = FakeTTY()
+    with Progress(2, "work", "item", file=t) as b:
+        b.describe("big")
+        b.stage("check (pure)")
+        b.within(7, 9, "example")
+        assert "[1] big: check (pure)" in t.getvalue() and "example 7/9" in t.getvalue()
+
+
+def test_durations_have_one_format():
+    from exactmem.progress import duration
+
+    assert [duration(x) for x in (0.04, 3.26, 12.4, 65, 3725)] == ["0.0 s", "3.3 s", "12 s", "1 min 05 s",
+                                                                   "1 h 02 min"]
 
 
 def test_plain_count_lines_are_rate_limited():
@@ -94,7 +153,7 @@ def test_plain_count_lines_are_rate_limited():
     with Progress(1000, "many", file=f, interval=3600) as p:
         for _ in range(1000):
             p.update()
-    assert f.getvalue().count("\n") == 1 and "1000/1000" in f.getvalue()  # only the final count line
+    assert f.getvalue().count("\n") == 1 and "[1000/1000]" in f.getvalue()  # only the final count line
 
 
 def test_quiet_prints_nothing():
@@ -117,8 +176,8 @@ def test_bar_on_a_terminal_has_rate_and_eta():
         p.update(1, "first: ok")
         p.update(3)
     text = f.getvalue()
-    assert "\r" in text and "first: ok\n" in text
-    assert "4/4" in text and "item/s" in text and "<" in text  # elapsed<remaining (ETA), rate
+    assert "\r" in text and "[1/4] first: ok\n" in text
+    assert "4/4 items" in text and "ETA" in text and "elapsed" in text
     assert "forward" in text
 
 
@@ -135,17 +194,16 @@ def test_certify_progress_goes_to_stderr_only(toy_proof, tmp_path, capsys, monke
     plain = capsys.readouterr()
     assert "\r" not in plain.err
     lines = plain.err.splitlines()
-    assert lines[0] == "[1/2] toy.scale [k3] building ..."
-    assert any(l.startswith("[2/2] toy.scale [k2] checking ") for l in lines)
-    assert any(l.startswith("[####################] 2/2 toy.scale [k2] CERTIFIED in ") and "check" in l
-               for l in lines)
+    assert lines[0] == "[1/2] toy.scale [k3]: building ..."
+    assert any(l.startswith("[2/2] toy.scale [k2]: checking ") for l in lines)
+    assert any(l.startswith("[2/2] toy.scale [k2] CERTIFIED in ") and "check" in l for l in lines)
     fake = FakeTTY()
     monkeypatch.setattr(sys, "stderr", fake)
     assert main(args) == 0
     bar = capsys.readouterr()
-    assert "\r" in fake.getvalue() and "instance/s" in fake.getvalue()
+    assert "\r" in fake.getvalue() and "2/2 instances" in fake.getvalue()
     assert _table(quiet.out) == _table(plain.out) == _table(bar.out)
-    assert "| toy.scale | k3" in quiet.out.replace("  ", " ") or "toy.scale" in quiet.out
+    assert quiet.out.splitlines()[1] == "toy.scale" and quiet.out.splitlines()[2].split()[:3] == ["k3", "CERTIFIED", "3"]
 
 
 def test_certify_file_results_do_not_depend_on_progress(toy_proof, tmp_path, capsys, monkeypatch):
@@ -186,9 +244,9 @@ def test_certify_draws_a_bar_on_a_real_terminal(toy_proof, tmp_path):
     assert proc.wait() == 0
     os.close(master)
     text = err.decode("utf-8", "replace")
-    assert "\r" in text and "instance/s" in text and "100%" in text
+    assert "\r" in text and "2/2 instances" in text and "ETA" in text
     assert "toy.scale [k3] CERTIFIED in " in text
-    assert "toy.scale" in out and "\r" not in out and "instance/s" not in out
+    assert "toy.scale" in out and "\r" not in out and "ETA" not in out
 
 
 # ----------------------------------------------------------------------------- sweeps
@@ -204,12 +262,12 @@ def test_sweep_progress_plain_quiet_and_bar(toy_proof, tmp_path, capsys, monkeyp
     assert "\r" not in err
     lines = err.splitlines()
     assert lines[0].startswith("sweep: 2 points (0 already in ")
-    assert lines[1].startswith("[##########..........] 1/2 toy.scale ") and "ETA" in lines[1]
-    assert lines[2].startswith("[####################] 2/2 toy.scale ")
+    assert lines[1].startswith("[1/2] toy.scale ") and "ETA" in lines[1]
+    assert lines[2].startswith("[2/2] toy.scale ")
     fake = FakeTTY()
     monkeypatch.setattr(sys, "stderr", fake)
     c = S.run_sweep(spec, str(tmp_path / "c"))
-    assert "\r" in fake.getvalue() and "point/s" in fake.getvalue() and "2/2" in fake.getvalue()
+    assert "\r" in fake.getvalue() and "2/2 points" in fake.getvalue()
     assert capsys.readouterr().out == ""
     strip = lambda run: [{k: v for k, v in r.items() if k not in ("seconds", "finished", "out_dir", "point")}
                          for r in run.records]
@@ -231,9 +289,37 @@ def test_status_lines_are_rate_limited_in_plain_mode_and_fill_the_bar_postfix():
     with Progress(None, "check", "shard", file=f, mode="plain", interval=3600) as p:
         for k in range(50):
             p.status(f"worker 0: layer {k}/50")
-    assert f.getvalue() == "worker 0: layer 0/50\n"  # the first at once, then at most one per interval
+    assert f.getvalue() == "[1] worker 0: layer 0/50\n"  # the first at once, then at most one per interval
     t = FakeTTY()
     with Progress(None, "check", "shard", file=t) as p:
         p.status("worker 0: layer 3/9; worker 1: layer 4/9")
         assert p.mode == "bar"
     assert "worker 1: layer 4/9" in t.getvalue()
+
+
+def test_the_kernel_reports_each_example_before_judging_it_and_the_verdict_is_unchanged(toy_proof, tmp_path):
+    from exactmem.certificate.checker import check_certificate, load_certificate
+    from exactmem.certificate.limits import Budget
+    from exactmem.pipeline import certify_file
+
+    row = certify_file(toy_proof, out_dir=str(tmp_path), quiet=True, only="k3")[0]
+    doc = load_certificate(row.path)
+    seen = []
+    v = check_certificate(doc, budget=Budget(on_example=seen.append))
+    assert seen == [0, 1, 2] and v.to_json() == check_certificate(load_certificate(row.path)).to_json()
+
+
+def test_forward_reports_layers_and_gives_the_same_outputs():
+    from fractions import Fraction as F
+
+    from exactmem.model import Model, affine, forward
+    from exactmem.model.forward import PROGRESS_STEPS
+
+    layers = [affine([[F(k + 2, k + 1)]], relu=k % 2 == 0) for k in range(150)]
+    m = Model(layers, input_dim=1)
+    xs = [[(F(3, 7),)], [(F(-5, 2),)]]
+    seen = []
+    a = forward(m, xs, on_layer=lambda k, n: seen.append((k, n)))
+    assert a.outputs == forward(m, xs).outputs
+    assert seen[-1] == (150, 150) and len(seen) == -(-150 // PROGRESS_STEPS)
+    assert [k for k, _ in seen] == sorted(k for k, _ in seen)

@@ -222,6 +222,8 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
     used, undecided, notes, m, todo = None, [], [], cert.measured, list(examples)
     for done, e in enumerate(todo):
         g = e + cert.first
+        if budget.on_example is not None:
+            budget.on_example(g)
         if facts is not None:
             earlier = facts.add(g, cert.inputs[e], cert.labels[e])
             if earlier is not None:

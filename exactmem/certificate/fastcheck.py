@@ -550,10 +550,11 @@ def _token_values(row: _Row, positions: np.ndarray) -> List[int]:
 
 
 def check_certificate_fast(doc: dict, max_precision: Optional[int] = None, *, limits: Optional[Limits] = None,
-                           budget: Optional[Budget] = None, read_chunk=None) -> Verdict:
+                           budget: Optional[Budget] = None, read_chunk=None, progress=None) -> Verdict:
     """Same contract as :func:`checker.check_certificate`, batched; models this path does not
     evaluate (softmax, softmax2) go to the kernel unchanged. Only the outputs are computed
-    here: the claims, the judgement of each example and the verdict are the kernel's."""
+    here: the claims, the judgement of each example and the verdict are the kernel's.
+    ``progress(layers done, layers)``: called after each layer of each batch (display only)."""
     budget = budget or Budget(limits)
     try:
         cert = parse_certificate(doc, budget)
@@ -564,15 +565,16 @@ def check_certificate_fast(doc: dict, max_precision: Optional[int] = None, *, li
         return refuted
     facts = new_facts(cert)
     if cert.chunks is None:
-        v = check_examples_fast(cert, 0, len(cert.inputs), cap, budget, facts=facts)
+        v = check_examples_fast(cert, 0, len(cert.inputs), cap, budget, progress=progress, facts=facts)
     elif not fast_supported(cert):
         v = check_chunks(cert, read_chunk, cap, budget, facts=facts)
     else:
-        v = _check_chunk_groups(cert, read_chunk, cap, budget, facts)
+        v = _check_chunk_groups(cert, read_chunk, cap, budget, facts, progress)
     return conclude(cert, v, facts, budget)
 
 
-def _check_chunk_groups(cert: ParsedCertificate, read_chunk, cap: int, budget: Budget, facts: DataFacts) -> Verdict:
+def _check_chunk_groups(cert: ParsedCertificate, read_chunk, cap: int, budget: Budget, facts: DataFacts,
+                        progress=None) -> Verdict:
     """A version-2 certificate's chunks, consecutive chunks batched together (the cost per layer is paid once)."""
     if read_chunk is None:
         raise MalformedCertificate("dataset: a chunked (version 2) certificate needs its chunk files")
@@ -582,7 +584,7 @@ def _check_chunk_groups(cert: ParsedCertificate, read_chunk, cap: int, budget: B
             part = merged_chunks(cert, ks, [read_chunk(cert.chunks[k][0]) for k in ks], budget)
         except LimitExceeded as x:
             return Verdict("UNKNOWN", None, f"{x}; no refutation found", None, cert.measured, x.limit)
-        v = check_examples_fast(part, 0, len(part.inputs), cap, budget, facts=facts)
+        v = check_examples_fast(part, 0, len(part.inputs), cap, budget, progress=progress, facts=facts)
         if v.status == "REFUTED" or v.limit == "time_limit":
             return v
         parts.append((part.first, part.first + len(part.inputs), v))

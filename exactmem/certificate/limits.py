@@ -61,17 +61,18 @@ class LimitExceeded(Exception):
 class Budget:
     """The running check's limits and deadline; ``tick()`` is called between bounded steps.
     ``until_ns``: a deadline shared by several processes (``time.time_ns()`` wall-clock
-    nanoseconds, e.g. a sharded check's), checked besides this process's own."""
+    nanoseconds, e.g. a sharded check's), checked besides this process's own. ``on_example``: called
+    with each example's row index before it is judged (display only: progress)."""
 
-    def __init__(self, limits: Optional[Limits] = None, until_ns: Optional[int] = None):
-        self.limits, self.until_ns = limits or Limits(), until_ns
+    def __init__(self, limits: Optional[Limits] = None, until_ns: Optional[int] = None, on_example=None):
+        self.limits, self.until_ns, self.on_example = limits or Limits(), until_ns, on_example
         t = self.limits.time_limit
         self.deadline = None if t is None else time.monotonic_ns() + t.numerator * 10 ** 9 // t.denominator
 
     def restart(self, limits: Limits) -> None:
         """Apply lowered limits (e.g. the certificate's ask); the deadline only moves earlier."""
         old = self.deadline
-        self.__init__(limits, self.until_ns)
+        self.__init__(limits, self.until_ns, self.on_example)
         if old is not None and (self.deadline is None or old < self.deadline):
             self.deadline = old
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from math import lcm
 from operator import mul
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from .affine_stack import AffineStep, ScaledInts, run_stack
 from .layers import (SOFTMAX2_MAX_SPREAD, Affine, Attention, Embed, FeedForward, Model, ModelError, identity,
@@ -375,6 +375,19 @@ def concat_columns(parts: Sequence[ScaledInts]) -> ScaledInts:
     return ScaledInts(rows, D)
 
 
+PROGRESS_STEPS = 64  # affine steps between two progress reports of a long feed-forward stack
+
+
+def _stack_with_progress(steps: Sequence[AffineStep], X: ScaledInts, backend: str, report: Callable[[int], None]):
+    """:func:`run_stack_chunked` in groups of :data:`PROGRESS_STEPS` steps (the same composition:
+    each group's output is the next group's input), ``report(steps done)`` after each group."""
+    res = None
+    for a in range(0, len(steps), PROGRESS_STEPS):
+        res = run_stack_chunked(steps[a:a + PROGRESS_STEPS], X if res is None else res.out, backend=backend)
+        report(min(a + PROGRESS_STEPS, len(steps)))
+    return res
+
+
 def run_stack_chunked(steps: Sequence[AffineStep], X: ScaledInts, backend: str = "auto", trace: bool = False):
     """``run_stack`` over column chunks, so a wide layer (e.g. width 10^4 on 10^4 tokens)
     never materialises more than ``MAX_BATCH_ENTRIES`` entries at once."""
@@ -502,8 +515,11 @@ def _average_within_sequences(X: ScaledInts, lengths: Sequence[int], avg: Tuple[
     return ScaledInts(out, X.den * scale).reduced()
 
 
-def forward(model: Model, inputs, trace: bool = False, backend: str = "auto", prec: int = 128) -> ForwardResult:
-    """Evaluate ``model`` on every input sequence. Exact unless the model has softmax."""
+def forward(model: Model, inputs, trace: bool = False, backend: str = "auto", prec: int = 128,
+            on_layer: Optional[Callable[[int, int], None]] = None) -> ForwardResult:
+    """Evaluate ``model`` on every input sequence. Exact unless the model has softmax.
+    ``on_layer(layers done, layers)``: progress, called as the layers are passed (display only;
+    long feed-forward stacks report every :data:`PROGRESS_STEPS` steps)."""
     if not inputs:
         return ForwardResult([], True, None, [] if trace else None, [])
     cols, lengths = _inputs_to_columns(model, inputs)
@@ -537,7 +553,11 @@ def forward(model: Model, inputs, trace: bool = False, backend: str = "auto", pr
                     # token-wise layers act on each column alone: run them on the distinct
                     # columns only (a vocabulary of V ≪ N·n tokens), then put them back
                     uniq, where = (state_exact, None) if trace else _distinct_columns(state_exact)
-                    res = run_stack_chunked(steps, uniq, backend=backend, trace=trace)
+                    if on_layer is None or trace:
+                        res = run_stack_chunked(steps, uniq, backend=backend, trace=trace)
+                    else:  # in groups of steps, reporting the layers passed after each
+                        res = _stack_with_progress(steps, uniq, backend, lambda k, i=i, j=j: on_layer(
+                            i + (j - i) * k // len(steps), len(layers)))
                     state_exact = res.out if where is None else _gather_columns(res.out, where)
                     if tr is not None:
                         for lj, k in bounds:
@@ -582,6 +602,8 @@ def forward(model: Model, inputs, trace: bool = False, backend: str = "auto", pr
                 if tr is not None:
                     tr.append(TraceEntry(i, "attention", state_ball if ball else state_exact, weights))
             i += 1
+            if on_layer is not None:
+                on_layer(i, len(layers))
             if (model.readout == "last" and not trace and not ball
                     and not any(isinstance(l, Attention) for l in layers[i:])):
                 # no token mixing is left: only each sequence's last column reaches the output
