@@ -51,7 +51,7 @@ def _fmt(w) -> str:
 
 
 def attention_table(obj: Any, x: Optional[Sequence] = None, layer: int = 0) -> str:
-    """The attention weights p[query][key] of every head of the ``layer``-th attention layer for
+    """The attention weights ``p[query][key]`` of every head of the ``layer``-th attention layer for
     one input, as exact Fractions (Arb balls after softmax). ``obj``: a Trace, or a model /
     Memorizer plus an input ``x`` (default: the Memorizer's first example)."""
     tr = _trace_of(obj, x)

@@ -341,7 +341,7 @@ class LayerTrace:
 
     ``columns[k]`` is the layer's output at position k (a list of Fractions; Arb balls after
     a softmax layer). ``attention`` (attention layers only) holds, per head, the weight matrix
-    p[query][key] — for ``query="last"`` a single row."""
+    ``p[query][key]`` — for ``query="last"`` a single row."""
 
     index: int
     kind: str
