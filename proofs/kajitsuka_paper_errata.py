@@ -1,5 +1,6 @@
-"""Kajitsuka & Sato eq. (110) read as an exact depth count: the paper-literal network exceeds it
-(REFUTED by design; docs/errata.md).
+"""Kajitsuka & Sato eq. (110) in its real-valued printed form read as an exact depth count: the
+network of the paper's blocks exceeds it at small N (REFUTED by design; an observation about an
+asymptotic estimate, not an erratum: with the integers of Lemmas G.3 and G.6 it holds; docs/errata.md).
 
 The theorem lives in the package, in ``exactmem/proofs/kajitsuka_paper_errata.py`` (module
 ``exactmem.proofs.kajitsuka_paper_errata``), so an installed exactmem certifies the same claims;

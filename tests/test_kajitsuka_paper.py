@@ -188,12 +188,13 @@ def test_wrong_block_count_claim_refuted(small):
     assert v.status == "REFUTED"
 
 
-# ----------------------------------------------------------------------------- eq. (110) erratum
+# ----------------------------------------------------------------------------- eq. (110)
 
 
-def test_eq110_as_exact_depth_refuted_while_memorization_and_41_hold():
-    """docs/errata.md (paper blocks, item 6): the paper-literal network on N = 30 exceeds
-    Σ(⌊(110)⌋ − 1) — because Lemma G.6 needs an integer slot count — and nothing else fails."""
+def test_eq110_real_valued_form_refuted_while_every_paper_blocks_claim_holds():
+    """docs/errata.md (paper blocks, item 6, an observation): the network of the paper's blocks on
+    N = 30 exceeds Σ(⌊(110)⌋ − 1) with (110) real-valued as printed, while every claim of
+    kajitsuka.paper_blocks — Σ((110) − 1) with the integers of Lemmas G.3 and G.6, eq. (41) — holds."""
     from exactmem.proofs import kajitsuka_paper_errata as errata
     thm = errata.THEOREMS[0]
     inst = thm.instances[0]
@@ -205,20 +206,93 @@ def test_eq110_as_exact_depth_refuted_while_memorization_and_41_hold():
     v = check_certificate(doc)
     assert v.status == "REFUTED" and v.witness["claim"]["quantity"] == "attention_layers"
     assert (v.witness["claim"]["bound"], v.witness["measured"]) == ("409", "424")
-    stage_claim = [c for c in built.claims if c.op == "<=" and c.quantity == "attention_layers"][0]
-    rest = [c for c in built.claims if c is not stage_claim]
-    assert any(c.quantity == "attention_layers" and c.op == "<=" for c in rest)  # eq. (41) stays
+    real = [c for c in built.claims if c.op == "<=" and c.quantity == "attention_layers" and c.bound == 409]
+    assert len(real) == 1 and "real-valued" in real[0].source
+    rest = [c for c in built.claims if c is not real[0]]
+    bounds = sorted(c.bound for c in rest if c.quantity == "attention_layers" and c.op == "<=")
+    assert bounds == [550, proof.theorem_depth_41(info)]  # Σ((110) − 1) with integers, and eq. (41)
     assert _check(model, ds, rest).status == "CERTIFIED"
-    # the excess is the printed recipe's: G.6 with integer n exceeds (110)'s Stage III term, and
+    # the real-valued form drops the ceilings: G.6 with integer n exceeds its Stage III term, and
     # this network's widths are within the paper's ⌈log₂ R⌉, ⌈log₂ C⌉
     for s in ("phi", "F2"):
         assert info[f"{s}: slots g"] == vardi.slot_count(info[f"{s}: N"]) >= 3
         assert F(info[f"{s}: sqrt(N/log2 N)"]) < info[f"{s}: slots g"] - F(1, 2)
         assert info[f"{s}: G.6 depth with integer n"] > info[f"{s}: (110) Stage III term"] + 50
         assert info[f"{s}: rho"] <= info[f"{s}: ceil log2 R"]
-        assert info[f"{s}: blocks"] > info[f"{s}: floor (110) - 1"]
+        assert info[f"{s}: floor (110) - 1"] < info[f"{s}: blocks"] <= info[f"{s}: (110) with the lemmas' integers - 1"]
     assert info["phi: blocks"] + info["F2: blocks"] == info["blocks L"] == 424
+    assert info["phi: (110) with the lemmas' integers - 1"] + info["F2: (110) with the lemmas' integers - 1"] == 550
     # the figures docs/errata.md states
     assert [info[f"{s}: {k}"] for s in ("phi", "F2") for k in ("N", "G.6 depth with integer n", "(110) Stage III term")] \
         == [18, 188, 126, 24, 296, 220]
     assert (info["phi: sqrt(N/log2 N)"], info["F2: sqrt(N/log2 N)"], info["phi: ceil log2 R"]) == ("2.077", "2.287", 20)
+
+
+def test_eq110_integer_is_the_lemmas_depths():
+    """vardi.eq110_integer: 2 + (3m + 2) + (3n·max{ρ, c} + 2n + 2) with m, n, ρ, c the ceilings, each
+    recomputed here from its defining integer inequality; never below the real-valued form."""
+    import math
+
+    from exactmem import enclosure as E
+    for N, C, q in [(2, 2, F(5)), (3, 1, F(10 ** 6)), (16, 4, F(17, 3)), (18, 67511, F(10 ** 12)), (1000, 16, F(7))]:
+        R2 = E.PI * q
+        e = vardi.eq110_integer(N, C, R2)
+        m = next(k for k in range(1, 10 ** 4) if 2 ** (k * k) >= N ** N)  # k² ≥ N log₂ N
+        n = next(k for k in range(1, 10 ** 4) if N ** (k * k) >= 2 ** N)  # k² ≥ N / log₂ N
+        rho = next(k for k in range(0, 10 ** 4) if 4 ** k >= R2.hi)  # 2^k ≥ R (π irrational: no tie)
+        c = max(1, math.ceil(math.log2(C)) if C > 1 else 0)
+        assert (e.m, e.n, e.rho, e.c) == (m, n, rho, c)
+        assert e.depth == 2 + 3 * m + 2 + 3 * n * max(rho, c) + 2 * n + 2
+        assert e.depth >= vardi.eq110_depth(N, C, R2).hi
+    assert vardi.ceil_sqrt_n_log2n(16) == 8 and vardi.ceil_sqrt_n_log2n(17) == 9  # 16·4 = 8² exactly
+
+
+def _eq110_scan():
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "eq110_scan.py")
+    spec = importlib.util.spec_from_file_location("eq110_scan", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _no_depth_claim_refutes(key, data, scan):
+    """Every size claim of kajitsuka.paper_blocks on the instance holds against the measured
+    model (the kernel re-measures the same quantities; memorization itself is certified on the
+    shipped instances); returns the benchmark's row."""
+    b = kp.build(data, seed=key[-1])
+    m = measure(b.model)
+    for c in proof.claims(b):
+        if c.quantity in ("attention_layers", "relu_depth", "depth", "width", "max_bits", "n_params"):
+            got = getattr(m, c.quantity)
+            assert {"<=": got <= c.bound, "==": got == c.bound}[c.op], (key, str(c), got)
+    return scan.scan_one(key, data, compact=False)
+
+
+# a sample of the 172: the real-valued form's witness (N = 30), the smallest slack (N = 6, seed 1),
+# the smallest N (one exceeding the real-valued form), and the largest
+SAMPLE = [(30, 2, 2, 2, 0), (6, 2, 1, 2, 1), (3, 2, 1, 2, 0), (3, 4, 3, 4, 0), (12, 4, 2, 4, 0), (40, 2, 3, 2, 1)]
+
+
+def test_eq110_scan_sample_no_claim_refutes():
+    scan = _eq110_scan()
+    grid = {k: sorted({s[i] for s in SAMPLE}) for i, k in enumerate(("N", "n", "d", "C", "seed"))}
+    rows = [_no_depth_claim_refutes(key, data, scan) for key, data in scan.instances(grid) if key in SAMPLE]
+    rows = [r for r in rows if r is not None]
+    assert len(rows) == len(SAMPLE)
+    assert all(r.blocks <= r.now and r.blocks <= r.eq41 for r in rows)
+    assert (30, 2, 2, 2, 0, 424, 409, 550) == tuple(next(r for r in rows if r[:5] == (30, 2, 2, 2, 0))[:8])
+
+
+@pytest.mark.slow
+def test_eq110_scan_full_grid_before_and_after():
+    """benchmarks/eq110_scan.py's 172 instances: the real-valued (110) was exceeded on 74, the
+    form with the lemmas' integers (the claim now) on none; every paper_blocks size claim holds."""
+    scan = _eq110_scan()
+    rows = [_no_depth_claim_refutes(key, data, scan) for key, data in scan.instances(scan.GRID)]
+    rows = [r for r in rows if r is not None]
+    assert len(rows) == 172
+    assert sum(r.blocks > r.before for r in rows) == 74
+    assert sum(r.blocks > r.now for r in rows) == 0 and all(r.blocks <= r.eq41 for r in rows)

@@ -252,13 +252,15 @@ def test_fast_checker_agrees_on_small_certificates(small_run):
 
 
 def test_claims_are_computed_not_copied():
-    """The (110)/(111) bounds are the rigorous lower enclosures, and the depth claim subtracts
-    the affine output layer."""
+    """The (110) bound is eq. (110) with the integers of Lemmas G.3 and G.6, the (111) bound the
+    rigorous lower enclosure, and the depth claim subtracts the affine output layer."""
     thm = [t for t in load_proof_file(PROOF) if t.name == "vardi.c1"][0]
     built = thm.build({"N": 16, "V": 24, "C": 16}, 0)
     N, V, d, C, r2, delta2, R2 = PV.lemma_quantities(built.info)
     by = {(c.quantity, c.op, c.source.split(",")[0]): c.bound for c in built.claims}
-    assert by[("depth", "<=", "eq. (110)")] == math.floor(vardi.eq110_depth(N, C, R2).lo) - 1
+    e = vardi.eq110_integer(N, C, R2)
+    assert (e.m, e.n) == (vardi.ceil_sqrt_n_log2n(16), vardi.slot_count(16)) == (8, 2)
+    assert by[("depth", "<=", "eq. (110)")] == e.depth - 1 >= math.floor(vardi.eq110_depth(N, C, R2).hi) - 1
     assert by[("max_bits", "<=", "eq. (111)")] == math.floor(vardi.eq111_bits(N, C, R2, r2, delta2, V, d).lo)
 
 

@@ -5,9 +5,11 @@ Every claim is computed exactly from the instance (see ``docs/vardi.md``):
 
 * ``width <= 12`` (Lemma C.1) / ``width <= 13`` (Lemma F.1);
 * ``relu_depth == `` this implementation's exact depth (from its rounding choices);
-* ``depth <= ⌊(110)⌋ − 1``: Kajitsuka & Sato eq. (110) with log₂, evaluated as a rigorous
-  rational enclosure (⌊lower end⌋); the paper counts affine layers (Lemma C.2's
-  σ(wᵀx + b) has "depth 2"), i.e. ReLU layers + 1, hence the − 1;
+* ``depth <= (110) − 1``: Kajitsuka & Sato eq. (110) with log₂ and the natural numbers its
+  lemmas require (:func:`exactmem.constructions.vardi.eq110_integer`: Lemma G.3's
+  m = ⌈√(N log₂ N)⌉ groups, Lemma G.6's n = ⌈√(N/log₂ N)⌉ slots, ⌈log₂ R⌉- and ⌈log₂ C⌉-bit
+  blocks), an exact integer; the paper counts affine layers (Lemma C.2's σ(wᵀx + b) has
+  "depth 2"), i.e. ReLU layers + 1, hence the − 1;
 * ``max_bits == `` the exact maximum (gP + 2 for the doubling weights 2^(gρ), 2^(gc), or
   Stage I's projection weights) and ``max_bits <= ⌊(111)⌋`` (eq. (111), log₂, enclosure);
 * ``n_examples == V`` and ``attention_layers == 0``.
@@ -110,8 +112,9 @@ def c1_claims(info):
     ]
     if N >= 2:
         claims += [
-            Claim("depth", "<=", floor_lo(vardi.eq110_depth(N, C, R2)) - 1,
-                  "eq. (110), log2, rigorous lower enclosure, minus the affine output layer"),
+            Claim("depth", "<=", vardi.eq110_integer(N, C, R2).depth - 1,
+                  "eq. (110), log2, with Lemmas G.3/G.6's integers m, n, ceil log R, ceil log C, minus the affine "
+                  "output layer"),
             Claim("max_bits", "<=", floor_lo(vardi.eq111_bits(N, C, R2, r2, delta2, V, d)),
                   "eq. (111), log2, rigorous lower enclosure"),
         ]
@@ -132,9 +135,10 @@ def f1_claims(info):
               "this implementation: max over subsets of g_i*max(rho,c) + 2, and Stage I bits"),
     ]
     if all(l.N >= 2 for l in lays):
-        bound = sum(floor_lo(vardi.eq110_depth(l.N, C, R2)) for l in lays)
+        bound = sum(vardi.eq110_integer(l.N, C, R2).depth for l in lays)
         claims.append(Claim("depth", "<=", bound - 1,
-                            "sum over subsets of eq. (110) with N_i = |subset| (Lemma F.1's proof), minus 1"))
+                            "sum over subsets of eq. (110) with N_i = |subset| (Lemma F.1's proof) and the lemmas' "
+                            "integers, minus 1"))
     big = max(l.N for l in lays)
     if big >= 2:
         claims.append(Claim("max_bits", "<=", floor_lo(vardi.eq111_bits(big, C, R2, r2, delta2, V, d)),
