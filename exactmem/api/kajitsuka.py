@@ -7,7 +7,10 @@
 * :func:`hardmax` — the uniform layer written as hard attention (eq. (12)).
 
 Each returns a :class:`~exactmem.api.Memorizer` whose ``claims`` are the theorem's claims of
-``exactmem.proofs.kajitsuka`` for this instance (eqs. (41), (42), (110), (111)), and whose
+``exactmem.proofs.kajitsuka`` for this instance (eqs. (41), (42), (110), (111); this compact
+network — Theorem B.1's plain FFNs — meets even the real-valued printed form of (110), which
+is stricter than (110) with the integers its lemmas require, ``vardi.eq110_integer``, the form
+the network in the paper's blocks, ``proofs/kajitsuka_paper.py``, is claimed against), and whose
 ``stages`` name the lemmas' layer ranges (F₁'s token id and ϕ̃, the uniform attention, F₂'s
 Lemma C.1 stages, including the bit-extraction Stage III of Lemma G.6). Wraps
 :func:`exactmem.constructions.kajitsuka.build`; see ``docs/kajitsuka.md``.

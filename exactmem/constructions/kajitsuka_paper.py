@@ -1,15 +1,18 @@
-"""Kajitsuka & Sato (ICLR 2025) Theorem B.1 / Corollary 4.1 in the paper's *own* architecture
-(``docs/kajitsuka-paper.md``): Transformer blocks of eq. (4) — self-attention with residual,
-then the residual token-wise feed-forward layer of eq. (3) — between linear E_in and E_out.
+"""Kajitsuka & Sato (ICLR 2025) Theorem B.1 / Corollary 4.1 in the paper's blocks of eq. (4) with
+our residual conversion of Theorem B.1's plain FFN (width 20; ``docs/kajitsuka-paper.md``):
+Transformer blocks of eq. (4) — self-attention with residual, then the residual token-wise
+feed-forward layer of eq. (3) — between linear E_in and E_out. Theorem B.1 states plain deep
+ReLU networks F₁, F₂ ("unlike eq. (3)"); the compact build is that network, and the
+conversion into residual blocks is ours.
 
 Differences from the compact build (:mod:`exactmem.constructions.kajitsuka`):
 
-* every ReLU layer of F₁ and F₂ is one block whose attention has W^(O) = 0 (§4.2.1); the
+* every ReLU layer of F₁ and F₂ is one block (our conversion) whose attention has W^(O) = 0 (§4.2.1); the
   uniform attention F^(UA) (eq. (52)) is the attention of the first block of F₂
   (:mod:`kajitsuka_blocks`);
 * Stage III of both Lemma C.1 memorizers (ϕ̃ and f₂) is the tent-map gadget of Lemmas
-  G.4–G.6 (:mod:`tent_map`), not the doubling map;
-* every Stage I (the token id, ϕ̃, f₂) is Lemma C.2's recipe — Park's direction, the scale
+  G.4–G.6 with our two-trajectory bit read-out (:mod:`tent_map`), not the doubling map;
+* every Stage I (the token id, ϕ̃, f₂) is our recipe for Lemma C.2 — Park's direction, the scale
   V²√(πd)/(√2δ) rounded up, the shift ⌈s'r⌉ + 2 — and the token weights are Lemma B.2's
   rounded Park direction with the printed shift, or the repaired shift where the printed one
   fails (:mod:`kajitsuka_recipes`; ``info["b2 shift used"]``).
@@ -42,7 +45,7 @@ class PaperBuild:
 
 def build(data: SequenceData, seed: int = 0, attention: str = "uniform", slope: int = tent_map.SLOPE,
           b2_direction: Optional[Sequence[Fraction]] = None, witnesses: Optional[Sequence[int]] = None) -> PaperBuild:
-    """Theorem B.1 (``data.setting == "next_token"``) or Corollary 4.1 (``"seq2seq"``), paper-literal.
+    """Theorem B.1 (``data.setting == "next_token"``) or Corollary 4.1 (``"seq2seq"``) in the paper's blocks.
 
     ``b2_direction`` forces Park's v of Lemma B.2 and ``witnesses`` Lemma B.1's set (errata
     instances); ``slope`` ≠ 2 plants a wrong triangle map in both memorizers (tests)."""

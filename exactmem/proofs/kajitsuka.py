@@ -11,8 +11,9 @@
   adversarial campaign mutates); their other small instances run here with ``--size medium``
   and, all of them, with ``--size small`` of their own proof files.
 
-The same theorems in the paper's own architecture (``kajitsuka.paper_blocks``,
-``kajitsuka.paper_blocks_seq2seq``: hundreds of residual blocks, ~20 s for their small
+The same theorems in the paper's blocks of eq. (4) with our residual conversion of Theorem
+B.1's plain FFN (``kajitsuka.paper_blocks``, ``kajitsuka.paper_blocks_seq2seq``, width 20:
+hundreds of blocks, ~20 s for their small
 instances) are not listed here: ``python -m exactmem certify proofs/kajitsuka_paper.py``
 (:mod:`exactmem.proofs.kajitsuka_paper`, ``docs/kajitsuka-paper.md``). So ``--size small`` of
 this file stays a main job of a few seconds.
