@@ -146,3 +146,15 @@ def test_the_main_jobs_summary_fits_80_columns_and_markdown_has_the_full_table(t
                  "--markdown"]) == 0
     md = capsys.readouterr().out
     assert md.startswith("| theorem ") and "| total bits |" in md.splitlines()[0]
+
+
+def test_ci_runs_the_readmes_test_command_verbatim_and_then_everything_else():
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    ci = open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8").read()
+    cmd = readme.split("Install and run the tests")[1].split("\n    ")[1].split("\n")[0]
+    assert cmd.startswith("python -m pip install -e ") and cmd.endswith("python -m pytest")
+    assert "experiments" not in cmd.split("&&")[0], "the README's test command must not need PyTorch"
+    assert "\n" + cmd + "\n" in ci
+    for rest in ('pytest -m "needs_torch or slow"', "--nbmake docs/tutorials/", "mkdocs build --strict",
+                 "experiments,docs]"):
+        assert rest in ci, rest
