@@ -192,3 +192,17 @@ def test_construction_onehot_differs_only_in_E_in():
     a, b = K.construction(data), K.construction(data, onehot=True)
     assert b["d"] == len(data.vectors) and a["params_onehot"] == b["params"]
     assert a["depth"] == b["depth"]
+
+
+def test_fig3_page_shows_the_committed_json():
+    """docs/experiments/kajitsuka-fig3.md embeds the tables generated from the committed JSON, so the
+    page cannot disagree with the data."""
+    from pathlib import Path
+
+    from exactmem.experiments import kajitsuka_fig3 as F3
+
+    root = Path(__file__).resolve().parents[1]
+    js = json.loads((root / "docs/img/experiments/kajitsuka-fig3.json").read_text())
+    page = (root / "docs/experiments/kajitsuka-fig3.md").read_text()
+    assert F3.page_block(js) in page
+    assert "recovered from the figure" in page

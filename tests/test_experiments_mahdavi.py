@@ -111,6 +111,22 @@ def test_mahdavi_fig2_writes_outputs(tmp_path, monkeypatch):
             assert row["certified"] + row["refuted"] + row["unknown"] == row["T"]
 
 
+def test_mahdavi_fig2_restarts_below_the_bound(tmp_path, monkeypatch):
+    """A rung with T ≤ B that fails in float is a training failure: it is retrained with the
+    restarts and the best attempt kept; rungs above B get the paper's recipe once."""
+    tiny = {"heads": {"H": [1], "n": 3, "dh": 3}, "context": {"H": 1, "n": [], "dh": "n"},
+            "head_dim": {"H": 1, "n": 3, "dh": []}, "min_steps": 1, "factor": 2.0, "max_T": 6,
+            "eval_every": 50, "restarts": [(3e-3, 1)]}
+    monkeypatch.setattr(mf, "QUICK", tiny)
+    rec = run_experiment("mahdavi-fig2", RunConfig(quick=True, out=str(tmp_path)))
+    for row in rec.rows:
+        if row["T"] > row["bound"]:
+            assert row["attempts"] == 1
+        elif row["float_correct"] < row["T"]:
+            assert row["attempts"] == 2 and len(row["attempts_detail"]) == 2
+        assert row["head_output_groups_float"] >= 1  # H = 1: the scalar head output's distinct values
+
+
 # ----------------------------------------------------------------------------- kruskal-real
 
 

@@ -354,3 +354,114 @@ EXPERIMENT = Experiment(
     run=run,
     quick_minutes=2.0,
 )
+
+
+# ----------------------------------------------------------------------------- the docs page's tables
+
+PAGE_BEGIN = "<!-- tables generated from docs/img/experiments/kajitsuka-fig3.json by kajitsuka_fig3.page_tables: begin -->"
+PAGE_END = "<!-- tables generated: end -->"
+
+
+def _cell(v: Optional[int], cap: int, tried: str) -> str:
+    if v is not None:
+        return str(v)
+    if tried == "yes":
+        return f"> {cap}"
+    if tried.startswith("cut"):
+        return "cut (time)"
+    return "not tried"
+
+
+def _rule_cols(e: Dict[str, Any], rule: str) -> List[str]:
+    r = e[rule]
+    vals = [_cell(v, r["cap"], t) for v, t in zip(r["per_seed"], e["tried"])]
+    if r["median"] is not None:
+        summ = f"{r['median']:g}" + (f" ({r['min']}–{r['max']})" if r["min"] != r["max"] else "")
+    elif r["min"] is not None:
+        rng = str(r["min"]) if r["min"] == r["max"] else f"{r['min']}–{r['max']}"
+        summ = f"{rng}; not met for {sum(v is None for v in r['per_seed'])} of {len(r['per_seed'])} seeds"
+    else:
+        summ = "not met"
+    return [", ".join(vals), summ]
+
+
+def page_tables(js: Dict[str, Any]) -> str:
+    """The results section of ``docs/experiments/kajitsuka-fig3.md`` from the run's JSON (the page
+    embeds this text verbatim; ``tests/test_experiments_kajitsuka.py`` checks it)."""
+    S = js["summary"]
+    seeds = S["settings"]["seeds"]
+    sd = ", ".join(str(x) for x in seeds)
+    out: List[str] = []
+    names = {"table": "Token map 1 — trained V × 2 table (E_in on one-hot tokens)",
+             "fixed": "Token map 2 — fixed 16-dimensional token vectors (E_in: 2 × 16, trained)"}
+    vocab = {(x["map"], x["N"]): [] for x in S["series"]}
+    for x in S["series"]:
+        vocab[(x["map"], x["N"])].append(str(x["vocabulary"]))
+    for mname, rows in S["table"].items():
+        grid = S["settings"]["maps"][mname]["grid"]
+        out.append(f"**{names.get(mname, mname)}**, #blocks grid {', '.join(map(str, grid))}; "
+                   f"one value per seed (seeds {sd}), then the median (range):")
+        out.append("")
+        head = ["N", "V per seed", "min #blocks, float rule (loss < 0.01)", "median (range)",
+                "min #blocks, certified (every example)", "median (range)"]
+        if mname == "table":
+            head.append("paper, recovered from the figure")
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|" + "---|" * len(head))
+        for e in rows:
+            cols = [str(e["N"]), ", ".join(vocab.get((mname, e["N"]), [])) or "—"]
+            cols += _rule_cols(e, "float") + _rule_cols(e, "certified")
+            if mname == "table":
+                cols.append(str(e["paper_recovered_from_figure"]) if e["paper_recovered_from_figure"] else "—")
+            out.append("| " + " | ".join(cols) + " |")
+        out.append("")
+    F = S["fits"]
+    out.append("Exponent b of min #blocks ≈ a·N^b (least squares in log–log, pooled over seeds, on the N where "
+               "every seed met the rule; ± one OLS standard error):")
+    out.append("")
+    out.append("| data | b ± s.e. | points |")
+    out.append("|---|---|---|")
+    for key, f in F.items():
+        lab = {"paper_600_1400": "paper's row, N = 600 … 1400 (recovered from the figure)",
+               "paper_all": "paper's row, N = 600 … 1700 (recovered from the figure)"}.get(key, key.replace("/", ", "))
+        if f.get("exponent") is None:
+            out.append(f"| {lab} | not fitted ({f['why']}) | {f['points']} |")
+        else:
+            out.append(f"| {lab} | {f['exponent']:.2f} ± {f['se']:.2f} | {f['points']} |")
+    out.append("")
+    rows = js["rows"]
+    judged = [r for r in rows if r.get("certified") is not None]
+    out.append(f"Effort: {len(rows)} trained networks ({sum(r['state'] == 'pruned' for r in rows)} pruned by the median "
+               f"rule), {len(judged)} certified example by example; examples right in float32 but not CERTIFIED: "
+               f"{S['float_right_not_certified']}; UNKNOWN verdicts: {sum(r['unknown'] for r in judged)}. "
+               f"Wall time {js['timings']['total_s'] / 60:.0f} min ({js['timings']['total_s']:.0f} s), one thread.")
+    disagree = [r for r in judged if (r["loss"] < K.EPS) != r["certified_all"]]
+    if disagree:
+        out.append("")
+        out.append("Networks on which the two rules disagree:")
+        out.append("")
+        out.append("| map | seed | N | #blocks | trial | loss | float acc | CERTIFIED / N |")
+        out.append("|---|---|---|---|---|---|---|---|")
+        for r in disagree:
+            out.append(f"| {r['map']} | {r['seed']} | {r['N']} | {r['blocks']} | {r['trial']} | {r['loss']:.5f} | "
+                       f"{r['float_acc']:.4f} | {r['certified']}/{r['N']} |")
+    if "construction_seed0" in S["table"].get("table", [{}])[0]:
+        out.append("")
+        out.append(f"Kajitsuka & Sato's own construction (Theorem 4.1/B.1) on the same data (seed {seeds[0]}), "
+                   "exact counts, next to the trained network at seed "
+                   f"{seeds[0]}'s certified minimum:")
+        out.append("")
+        out.append("| N | trained params (one-hot E_in) | construction params (one-hot E_in) | construction depth | "
+                   "width | max bits per weight |")
+        out.append("|---|---|---|---|---|---|")
+        for e in S["table"]["table"]:
+            c = e["construction_seed0"]
+            b0 = e["certified"]["per_seed"][0]
+            v0 = vocab.get(("table", e["N"]), ["0"])[0]
+            tp = str(K.n_params(b0, d=int(v0))) if b0 is not None else "—"
+            out.append(f"| {e['N']} | {tp} | {c['params_onehot']} | {c['depth']} | {c['width']} | {c['max_bits']} |")
+    return "\n".join(out) + "\n"
+
+
+def page_block(js: Dict[str, Any]) -> str:
+    return PAGE_BEGIN + "\n\n" + page_tables(js) + "\n" + PAGE_END

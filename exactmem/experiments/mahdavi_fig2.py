@@ -33,12 +33,17 @@ FULL = {
     "context": {"H": 4, "n": [1, 2, 4, 8, 16], "dh": "n"},
     "head_dim": {"H": 4, "n": 8, "dh": [1, 2, 4, 8, 16]},
     "min_steps": 6000, "factor": 1.5, "max_T": 1000, "eval_every": 250,
+    # rungs with T ≤ B that fail in float are a training failure (the construction memorizes B
+    # examples with these H, n, d_h): retrained with these (learning rate, initialisation seed)
+    # restarts, the best float accuracy kept
+    "restarts": [(3e-4, 0), (3e-3, 0), (1e-2, 0), (1e-3, 1), (3e-3, 1), (1e-3, 2), (3e-3, 2), (1e-3, 3)],
 }
 QUICK = {
     "heads": {"H": [1, 2, 4], "n": 4, "dh": 4},
     "context": {"H": 2, "n": [1, 2, 4, 8], "dh": "n"},
     "head_dim": {"H": 2, "n": 4, "dh": [1, 2, 4, 8]},
     "min_steps": 1500, "factor": 2.0, "max_T": 300, "eval_every": 250,
+    "restarts": [(3e-3, 0), (1e-3, 1)],
 }
 
 
@@ -83,10 +88,28 @@ class Rung:
 
         self.H, self.n, self.dh, self.T = H, n, dh, T
         self.data = mt.synthetic_data(T, n, D, C, seed=42 + seed, shared=True)
-        self.module = mt.make_model(D, n, H, dh, C, seed)
         steps = max(math.ceil(500 * T / 256), P["min_steps"])
-        self.train = mt.train(self.module, self.data, steps, eval_every=P["eval_every"], seed=seed)
-        self.correct = mt.float_correct(self.module, self.data)
+        self.attempts: List[Dict[str, Any]] = []
+        plan = [(1e-3, seed)]  # the paper's recipe first
+        if T <= bound(H, n, dh):  # below the construction's count a float failure is a training failure
+            plan += [(lr, seed + k) for lr, k in P.get("restarts", [])]
+        best = None
+        for lr, init in plan:
+            module = mt.make_model(D, n, H, dh, C, init)
+            tr = mt.train(module, self.data, steps, lr=lr, eval_every=P["eval_every"], seed=init)
+            correct = mt.float_correct(module, self.data)
+            self.attempts.append({"lr": lr, "init_seed": init, "steps": tr.steps, "loss": round(tr.loss, 5),
+                                  "float_correct": sum(correct), "train_s": round(tr.seconds, 1)})
+            if best is None or (sum(correct), -tr.loss) > (sum(best[2]), -best[1].loss):
+                best = (module, tr, correct, lr, init)
+            if sum(correct) == T:
+                break
+            if len(plan) > 1:
+                record.log(f"H={H} n={n} d_h={dh} T={T}: restart lr={lr:g} init {init}: float acc "
+                           f"{sum(correct)}/{T} ({tr.seconds:.0f} s)")
+        self.module, self.train, self.correct, self.lr, self.init_seed = best
+        self.train_s_total = sum(a["train_s"] for a in self.attempts)
+        self.o_groups = mt.head_output_groups(self.module, self.data) if H == 1 else None
         self.margins = mt.float_margins(self.module, self.data)
         att = self.module.attention(mt.exact_inputs_tensor(self.data))
         self.saturated = float((att.max(-1).values > 0.99).float().mean())  # note §5.4, float
@@ -187,7 +210,9 @@ def run(config: RunConfig, record: Record) -> None:
         for r in rungs:
             v = r.verdicts
             record.row(sweep=sweep, H=H, n=n, d_h=dh, T=r.T, bound=bound(H, n, dh), steps=r.train.steps,
-                       train_s=round(r.train.seconds, 1), float_loss=round(r.train.loss, 5),
+                       train_s=round(r.train.seconds, 1), attempts=len(r.attempts), lr=r.lr,
+                       init_seed=r.init_seed, attempts_detail=r.attempts if len(r.attempts) > 1 else None,
+                       head_output_groups_float=r.o_groups, float_loss=round(r.train.loss, 5),
                        float_correct=r.float_correct, float_acc=round(r.float_correct / r.T, 4),
                        saturated_head_fraction_float=round(r.saturated, 4),
                        certified=None if v is None else v.certified, refuted=None if v is None else v.refuted,

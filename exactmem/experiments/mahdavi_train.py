@@ -346,3 +346,23 @@ def float_margins(module, data: SyntheticData) -> List[float]:
     other = L.clone()
     other.scatter_(1, y[:, None], float("-inf"))
     return (lab - other.max(-1).values).tolist()
+
+
+def head_output_groups(module, data: SyntheticData, rel: float = 1e-3) -> int:
+    """Float diagnostic for one head (H = 1, d_v = 1): the decoder sees one scalar o per example,
+    so it can tell apart at most as many labels as there are distinct values of o. Returns the
+    number of groups of the T values of o (float32) after merging values closer than ``rel``
+    times the largest |o|."""
+    torch = require_torch()
+    X = exact_inputs_tensor(data)
+    with torch.no_grad():
+        Z = module.embedding(X) + module.pos
+        P = torch.softmax(module.scores(Z), dim=-1)
+        V = torch.einsum("bnd,hd->bhn", Z[:, :-1, :], module.Wv[:, :, 0])
+        o = sorted((P * V).sum(-1)[:, 0].tolist())
+    tol = rel * max(abs(x) for x in o) if o else 0.0
+    groups = 1 if o else 0
+    for a, b in zip(o, o[1:]):
+        if b - a > tol:
+            groups += 1
+    return groups
