@@ -252,6 +252,7 @@ def bits_plot(rows: List[Dict[str, Any]], stages: List[Dict[str, Any]]) -> str:
     from matplotlib.ticker import MaxNLocator
 
     ax2.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax2.set_xlim(min(x, default=0) - 0.6, max(x, default=0) + 0.6 + max(0, 4 - len(x)))  # one layer: no ±0.4 ticks
     for k, s in enumerate(stages):
         if k % 2:
             for ax in (ax1, ax2):

@@ -106,6 +106,9 @@ def preferred_engine(theorem: str) -> Optional[str]:
     return engines.pop() if len(engines) == 1 else None
 
 
+BUILT_META = ("stages", "partition")  # the keys of Built.meta written into a certificate's meta
+
+
 def expected_cost(inst) -> float:
     """The expected cost of certifying ``inst``, for the progress bar's weighted ETA (display
     only): ``Instance.cost`` when the proof file states one, else examples × depth with the
@@ -192,6 +195,7 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
                                 meta={"source": theorem.source, "statement": theorem.statement,
                                       "params": {k: str(v) for k, v in inst.params.items()},
                                       "info": {k: str(v) for k, v in built.info.items()},
+                                      **{k: v for k, v in built.meta.items() if k in BUILT_META},
                                       **({"hypotheses": hyps} if hyps else {})})
         del outputs
         fname = f"{theorem.name}.{inst.name}.json" + (".gz" if gzip_output else "")

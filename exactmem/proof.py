@@ -53,7 +53,11 @@ class Built:
     """What a construction returns for one instance.
 
     ``hypotheses``: the theorem's hypotheses evaluated on this instance (:class:`Hypothesis`,
-    or plain ``(name, holds, detail)`` tuples); empty when the theorem declares none."""
+    or plain ``(name, holds, detail)`` tuples); empty when the theorem declares none.
+    ``meta``: structured facts for readers of the certificate, written into its ``meta`` as they
+    are (JSON values; never read by the checker): ``stages`` — ``[{"name", "start", "stop"}]``,
+    named layer ranges (``inspect --html`` shows them); ``partition`` — one list of example
+    indices per head (the head-to-subset graph)."""
 
     model: Model
     dataset: Dataset
@@ -61,6 +65,7 @@ class Built:
     error_bound: Optional[Fraction] = None
     info: Dict[str, Any] = field(default_factory=dict)
     hypotheses: List[Hypothesis] = field(default_factory=list)
+    meta: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -182,7 +182,9 @@ def test_chromium_renders_the_page(certs, tmp_path):
     page = tmp_path / "kaj.html"
     inspect_page(certs["kajitsuka"], page)
     png = tmp_path / "shot.png"
-    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={png}",
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={png}",
                     "--window-size=1200,1600", page.as_uri()], capture_output=True, timeout=120)
     assert png.exists() and png.stat().st_size > 20_000
     from matplotlib.image import imread
@@ -192,3 +194,14 @@ def test_chromium_renders_the_page(certs, tmp_path):
     flat = img[..., :3].reshape(-1, 3)
     assert (flat != flat[0]).any(axis=1).mean() > 0.05  # not one colour: text, tables and the plot drawn
     assert len({tuple(map(float, p)) for p in flat[::97]}) > 20
+
+
+def test_certify_writes_mahdavis_partition_and_the_page_draws_it(tmp_path):
+    """Built.meta["partition"] reaches the certificate's meta (not hashed into any verdict) and the
+    page shows the head-to-subset graph from it: each example under exactly one head."""
+    cert = certify(tmp_path / "m", "proofs/mahdavi.py", "mahdavi.softmax/H3-n4-d8")
+    doc = json.loads(cert.read_text())
+    part = doc["meta"]["partition"]
+    assert len(part) == 3 and sorted(t for S in part for t in S) == list(range(len(doc["dataset"]["inputs"])))
+    page = inspect_page(cert, tmp_path / "m.html")
+    assert "<h2>Head-to-subset assignment (3 heads, 10 examples)</h2>" in page

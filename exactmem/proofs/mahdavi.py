@@ -78,7 +78,8 @@ def _build(mode):
                                     eps=eps, seed=seed, **overrides)
         error_bound = info.error_bound if mode == "softmax" and data.label_kind == "real" else None
         return Built(model, data.to_dataset(), _claims(data, H, d_h, params.get("classes")), error_bound,
-                     info.summary(), hypotheses(data, seed))
+                     info.summary(), hypotheses(data, seed),
+                     meta={"partition": [[int(t) for t in S] for S in info.partition]})
     return build
 
 
