@@ -693,7 +693,8 @@ def test_truncated_files(tmp_path, capsys):
     for path in (p, g, tmp_path / "missing.json"):
         assert main(["check", str(path)]) == 3
         err = capsys.readouterr().err
-        assert err.startswith("exactmem: error: malformed certificate:") and "Traceback" not in err
+        what = "no such certificate file:" if path.name == "missing.json" else "malformed certificate:"
+        assert err.startswith("exactmem: error: " + what) and "Traceback" not in err
 
 
 def test_gzip_and_plain_load_the_same(tmp_path):

@@ -157,16 +157,19 @@ def conclude(cert: ParsedCertificate, v: Verdict, facts: DataFacts, budget: Budg
     n, tail = m["n_examples"], v.message.split(" (", 1)[-1]
     if cert.graph is not None:
         v.message = (f"every claimed verdict holds: {m['n_pass']} of {n} distinct examples pass, {m['n_fail']} fail, "
-                     f"{n - m['n_pass'] - m['n_fail']} not claimed{rows}; all {len(cert.claims)} claims hold ({tail}")
+                     f"{n - m['n_pass'] - m['n_fail']} not claimed{rows}; {_claims_hold(len(cert.claims))} ({tail}")
         return v
-    v.message = (f"all {n} distinct {_plural(n, 'example')} pass{'es' if n == 1 else ''}{rows} and all "
-                 f"{len(cert.claims)} {_plural(len(cert.claims), 'claim')} hold{'s' if len(cert.claims) == 1 else ''}"
-                 f" ({tail}")
+    v.message = (f"all {n} distinct {_plural(n, 'example')} pass{'es' if n == 1 else ''}{rows} and "
+                 f"{_claims_hold(len(cert.claims))} ({tail}")
     return v
 
 
 def _plural(n: int, word: str) -> str:
     return word if n == 1 else word + "s"
+
+
+def _claims_hold(k: int) -> str:
+    return "no claims are stated" if k == 0 else "the one claim holds" if k == 1 else f"all {k} claims hold"
 
 
 def precision_cap(cert: ParsedCertificate, max_precision: Optional[int], limits: Limits) -> int:
@@ -209,7 +212,8 @@ def _ladder(cap: int, attempt: Callable):
 
 def _certified(cert: ParsedCertificate, n: int, used: Optional[int], where: str = "") -> Verdict:
     tail = f"interval precision up to {used} bits" if used is not None else "exact"
-    return Verdict("CERTIFIED", None, f"all {n} examples pass and all {len(cert.claims)} claims hold ({tail}{where})",
+    return Verdict("CERTIFIED", None, f"all {n} {_plural(n, 'example')} pass and {_claims_hold(len(cert.claims))} "
+                                      f"({tail}{where})",
                    used, cert.measured)
 
 
