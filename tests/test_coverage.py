@@ -85,13 +85,8 @@ def test_every_numbered_result_has_a_row():
 # * "checked", "not constructive", "unavailable" — never start with "certified" (a status
 #   word says no more than the code does; the command's theorem exists, test above).
 
-# Rows that are wrong under this criterion today, and are being rewritten by another change
-# (issue 25, Build item 3: Dana's bounds are decided in producer code; their rows say
-# "certified"). strict: the mark must go when the rows are fixed.
-DANA_PRODUCER_BOUNDS = ("Dana et al.'s bound is decided in producer code (exactmem.bounds.report steps in the "
-                        "build), only the logits are kernel-certified; the row must say 'checked' (issue 25, item 3)")
-XFAIL = {("Dana", "Theorem 1"): DANA_PRODUCER_BOUNDS, ("Dana", "Theorem 3"): DANA_PRODUCER_BOUNDS,
-         ("Dana", "Lemma 4"): DANA_PRODUCER_BOUNDS}
+# Rows that are wrong under this criterion (strict xfail: a mark must go when its row is fixed).
+XFAIL: dict = {}
 
 _ITEM = re.compile(r"^(Theorem|Lemma|Corollary|Proposition|Remark)\s+([0-9A-Z.]+(?:\s*/\s*[0-9A-Z.]+)*)\s*(\((.*?)\))?")
 
