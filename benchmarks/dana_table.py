@@ -262,7 +262,8 @@ def theorem1_markdown(seed: int = 0) -> str:
 
     head = ["N", "S", "d", "d_h", "ε", "T_ε", "H", "verdict (logits = W E(t) exactly on the T_ε sequences)",
             "d_KL(π, T) ∈", "d_KL(π, f) ∈", "π(S₂)", "C of eq. (14) ∈", "sketch's C ∈", "‖W E‖₂ ∈",
-            "d_KL(π,T) − d_KL(π,f) ∈", "C ε ‖W E‖₂ ∈", "(4) as printed", "(13) with factor 2"]
+            "d_KL(π,T) − d_KL(π,f) ∈", "C ε ‖W E‖₂ ∈", "(4) with d_KL(π, f)", "(13) with factor 2",
+            "L ≤ d_KL(π, L) (d = N − 2; boxes)", "(4) as printed, with L"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for N, d, dh in ((4, 2, 2), (4, 3, 3), (6, 4, 2)):
         data = random_conditionals(N, 2, seed)
@@ -277,7 +278,7 @@ def theorem1_markdown(seed: int = 0) -> str:
                 from exactmem.enclosure import Interval
 
                 kT = Interval(*DD.kl_enclosure(b.model, data))
-                cells += [_iv(kT), "—", "—", "— (T_ε < d + H d_h)", "—", "—", "—", "—", "—", "—"]
+                cells += [_iv(kT), "—", "—", "— (T_ε < d + H d_h)", "—", "—", "—", "—", "—", "—", "—", "—"]
             else:
                 rep = DD.theorem1_bound_report(data, b, eps)
                 r = rep.results
@@ -286,6 +287,15 @@ def theorem1_markdown(seed: int = 0) -> str:
                           _iv(r["C_sketch"]), _iv(we), _iv(r["d_KL(pi, T) - d_KL(pi, f)"]),
                           _iv(type(C)(C.lo * eps * we.lo, C.hi * eps * we.hi)),
                           rep.steps[0].status.upper(), rep.steps[1].status.upper()]
+                if "L <= d_KL(pi, L)" in r:
+                    st = rep.steps[3]
+                    # (4) carries + γ (any γ > 0): at ε = 0 this T realises the encoder f, not the optimum,
+                    # so it needs γ ≥ d_KL(π, T) − L (the optimality gap), which the comparison with L shows
+                    cells += [f"{_iv(r['L <= d_KL(pi, L)'])} ({r['lower-bound boxes']})",
+                              "HOLDS" if st.status == "holds" else
+                              f"with γ ≥ {_iv(r['d_KL(pi, T)'].hi - r['L <= d_KL(pi, L)'], 2)} (the gap)"]
+                else:
+                    cells += ["—", "—"]
             out.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(out)
 
@@ -312,6 +322,9 @@ def theory_markdown(seed: int = 0) -> str:
         W, E, _ = DB.theorem3_encoder(data, d, eps)
         b = DD.build_distribution(data, d, 1, eps, mode="base2", seed=seed, tol=Fraction(0), encoder=(W, E))
         parts.append(DB.theorem3_network_report(data, b, eps, eps).to_markdown().replace("## ", "### ", 1))
+    from exactmem.bounds.dana_certificates import theorem3_small_d_report
+
+    parts.append(theorem3_small_d_report({"instance": "N5-S2-d2"}).to_markdown().replace("## ", "### ", 1))
     return "\n\n".join(parts)
 
 

@@ -308,3 +308,40 @@ def test_theorem2_nonvacuous_instances_kernel_checked(name):
     rels = {s["eq"]: s["rel"] for s in doc["steps"]}
     assert rels["Thm 2 (as printed)"] == "<=" and rels["Thm 2 (informative?)"] == "<"  # holds and says something
     assert rels["Thm 2 / Prop. 2"] == "<"  # not vacuous: d_min < N − 1
+
+
+# ---------------------------------------------------------------- Theorem 3 with d < N (kernel-checked)
+
+def test_theorem3_small_d_kernel_checked_and_planted_L_refuted():
+    """d_KL(π, M) ≥ L > 0 with a common zero token; π₀ ∈ M; T* against (4), (18), (19), (16)."""
+    from exactmem.bounds import dana_certificates as DC
+    from exactmem.constructions import dana_zero_token as Z
+
+    ch = DC.theorem3_small_d_chain("N5-S2-d2")
+    doc = ch.document()
+    assert check_certificate(doc).status == "CERTIFIED"
+    rels = {(s["eq"], s["claim"].split(":")[0]): s["rel"] for s in doc["steps"]}
+    assert rels[("Lemma 1", "L > 0")] == ">"
+    assert rels[("(16) informative?", "ε = 1/4")] == ">="  # the proof's O-term exceeds the uniform encoder's KL
+    env = DC.chain_values(ch)
+    L, K0 = DC.interval(env["L"]), DC.interval(env["KL0"])
+    assert 0 < L.lo and K0.hi - L.hi < Fraction(1, 10 ** 4)  # d_KL(π, M) known to 1e-4
+    # independent: d_KL(π, π₀) from the restricted data and the encoder's logits (dana_distribution's Arb code)
+    inst = Z.build_instance("N5-S2-d2", lower_budget=0)
+    lo, hi = DD.kl_enclosure_from_logits(inst["rest"], inst["fp"])
+    assert lo <= K0.hi and K0.lo <= hi
+    assert all(c[-1] == 0 for c in inst["data"].conditionals) and min(inst["a"]) > 0
+    bad = copy.deepcopy(doc)  # a planted L above d_KL(π, π₀): the gap step fails
+    bad["definitions"] = [dict(x, expr="1/50") if x["name"] == "L" else x for x in bad["definitions"]]
+    assert check_certificate(_rehash(bad)).status == "REFUTED"
+
+
+def test_a3_last_step_term2_needs_2C_dTV_but_the_total_holds():
+    """App. A.3: the proof's term2 reaches 2·C·d_TV (d_TV = ½‖·‖₁), above the printed C·d_TV; the
+    sum stays below (1 − π_g)(1 + 2C), so the printed inequality holds (exact, per unit of λ)."""
+    from exactmem.constructions.dana_small_d import A3_EXAMPLE, a3_last_step
+
+    r = a3_last_step(**A3_EXAMPLE)
+    assert r["C"] == Fraction(5, 13) and r["d_TV"] == Fraction(49, 100)
+    assert r["term2"] == r["bound_term2_proof"] > r["bound_term2_printed"]
+    assert r["term1"] + r["term2"] == r["total"] <= r["bound_direct"] <= r["bound_printed"]

@@ -400,3 +400,211 @@ def theorem2_small_d_report(p: Dict[str, Any]):
 
 
 BUILDERS["dana.theorem2.small_d"] = theorem2_small_d
+
+
+# ------------------------------------------------------------------ Theorem 3 with d < N
+
+DELTAS3 = [Fraction(1, 2 ** k) for k in (1, 2, 3, 4, 8, 16, 32)]
+
+
+def theorem3_small_d_chain(name: str, lower_budget: int = 300) -> Chain:
+    """Theorem 3 on an instance of :data:`~exactmem.constructions.dana_zero_token.INSTANCES`
+    (d ≤ N − 3, one zero token z common to every conditional): d_KL(π, M) ≥ d_KL(π′, L) ≥ L > 0,
+    the explicit π₀ ∈ M (eq. (15) with c, α on a grid of δ, Lemma 4's range bound, (17)), and
+    for each ε the AoT T* realising f_ε: (4), (13), (18), (19) and the statement (16) with the
+    proof's explicit constants against L ≤ d_KL(π, M). Every relation is decided by the producer
+    (Arb) and re-decided by the kernel. Producer-checked: L (branch and bound), the network's
+    logits (certified separately by ``certify … --only dana.theorem3.small_d``), C of eq. (14)
+    and ‖W E‖₂ (exact LDLᵀ certificates), the (d+1)-minor's choice (its determinant is expanded)."""
+    from ..constructions import dana_distribution as DD
+    from ..constructions import dana_zero_token as Z
+    from ..data.dana_data import t_epsilon
+
+    inst = Z.build_instance(name, lower_budget)
+    data, K, fp, a = inst["data"], inst["K"], inst["fp"], inst["a"]
+    N, S, d = inst["N"], inst["S"], inst["d"]
+    rows, cols, _ = inst["minor"]
+    Np, T = N - 1, len(data)
+    ch = Chain(f"{DANA}, Theorem 3 at N = {N}, S = {S}, d = {d} < N (instance {name}): every conditional has the zero "
+               f"token z = {N - 1}, d_KL(π, M(N,S,d)) > 0, an explicit π₀ ∈ M, and the AoT T* of the proof for "
+               f"ε ∈ {{{', '.join(str(e) for e in inst['eps'])}}}")
+    thm = ch.premise(DANA + ", Theorem 3 (eq. (16)) and its proof (App. A.4, (17)–(19))",
+                     "For ε > 0 there is an AoT T* with d_h H + d ≥ T_ε and d(S + 2N + 4 d_h H) parameters with "
+                     "d_KL(π, T*) ≤ d_KL(π, M(N,S,d)) + O(ε log 1/ε); the proof: for π₀ ∈ M with family f_δ, "
+                     "|d_KL(π, f_δ) − d_KL(π, π₀)| ≤ δ (17), |d_KL(π, T*) − d_KL(π, f_δ)| ≤ ε C max_t range f_δ(t) "
+                     "(18), δ = ε (19).", "(16)–(19)")
+    dfn = ch.premise(DANA + ", Definition 2 (eq. (15))", "π₀ is polynomially approximable (π₀ ∈ M(N,S,d)) if encoders "
+                     "f_δ ∈ L(N,S,d) and c > 0, α ≥ 1 satisfy c δ^α ≤ |log(π₀_j/softmax f_δ(t)_j)| ≤ δ whenever "
+                     "π₀_j > 0.", "(15)")
+    low = ch.premise("d_KL(π, M) ≥ d_KL(π, L) ≥ d_KL(π′, L(N′,S,d)) (restriction)",
+                     "For π₀ ∈ M with family f_δ, (17) gives d_KL(π, π₀) ≥ d_KL(π, f_δ) − δ ≥ d_KL(π, L(N,S,d)) − δ "
+                     "for every δ (d_KL(π, π₀) = ∞ if π₀ misses part of π's support). For f ∈ L(N,S,d) and π(z|t) = 0: "
+                     "softmax(f)_j ≤ softmax(f′)_j for j ≠ z, f′ = f without z's logit ∈ L(N−1,S,d), so "
+                     "KL(π_t ‖ softmax f) ≥ KL(π′_t ‖ softmax f′).", "(17), Def. 1")
+    pos = ch.premise(DANA + ", Proposition 1 and Lemma 1", "π′(j|t) = 2^{k_tj}/Σ_i 2^{k_ti}: an encoder of dimension d "
+                     "with softmax = π′ exactly puts the centred exponent rows (times ln 2) in a space of dimension ≤ d, "
+                     "so a nonzero centred (d+1)-minor excludes it; π′ has full support, so the infimum d_KL(π′, L) "
+                     "is attained (Lemma 1) and is > 0. Every Transformer of embedding dimension d has "
+                     "d_KL(π, T) ≥ d_KL(π, L(N,S,d)) (Prop. 1).", "Prop. 1, Lemma 1")
+    gibbs = ch.premise("Gibbs duality, branch and bound (dana_optimum.lower_bound_codim1)",
+                       "L ≤ d_KL(π′, L(N′, S, N′ − 2)): producer-checked (Arb over boxes of normals).", "Lemma 1")
+    enc = ch.premise("Definition 1 (sequence encoders)", "f_δ(t) = W_δ E′(t) with W_δ ∈ Q^{N×d}, E′(t) ∈ Q^d is an "
+                     "encoder of L(N,S,d); d_KL(π, f) = Σ_t π(t)[ln Σ_k e^{f_k} + Σ_{π_j>0} π_j (ln π_j − f_j)].",
+                     "Def. 1")
+    ch.define("N", N), ch.define("d", d)
+    # positivity: the centred minor (Leibniz), kernel-checked
+    for r in rows:
+        for j in range(Np):
+            ch.define(f"k{r}_{j}", K[r][j])
+        ch.define(f"mean{r}", div(add(*[f"k{r}_{j}" for j in range(Np)]), Np), "mean exponent of the row")
+    terms = [mul(_sign(pm), *[sub(f"k{rows[i]}_{cols[pm[i]]}", f"mean{rows[i]}") for i in range(d + 1)])
+             for pm in permutations(range(d + 1))]
+    ch.define("det", add(*terms), f"det of the centred minor: sequences {rows}, tokens {cols} (Leibniz)")
+    s_det = ch.step("Prop. 1", f"the centred ({d + 1})×({d + 1}) exponent minor is nonzero: det² > 0 ⇒ "
+                    "d_KL(π′, L(N′,S,d)) > 0", mul("det", "det"), ">", "0", [pos])
+    lower = inst.get("lower")
+    s_L = None
+    if lower is not None:
+        ch.define("L", lower["lower"], f"L ≤ d_KL(π′, L(N′,S,d)), branch and bound ({lower['evaluations']} boxes; "
+                  "producer-checked)")
+        s_L = ch.step("Lemma 1", "L > 0: d_KL(π, M) ≥ d_KL(π, L(N,S,d)) ≥ d_KL(π′, L(N′,S,d)) ≥ L > 0", "L", ">", "0",
+                      [gibbs, low, s_det])
+    # π, π₀ and the KL of π₀
+    kl0, unif = [], []
+    for t, (w, c, f) in enumerate(zip(data.prior, data.conditionals, fp)):
+        for j in range(Np):
+            ch.define(f"lp{t}_{j}", op("ln", c[j]))
+            ch.define(f"f{t}_{j}", f[j])
+        ch.define(f"S{t}", add(*[op("exp", f"f{t}_{j}") for j in range(Np)]), "S_t = Σ_j e^{f′_j(t)}")
+        ch.define(f"a{t}", a[t], "a_t = uᵀf′(t), u = e₀ − 1/N′")
+        ch.define(f"h{t}", op("-", add(*[mul(c[j], f"lp{t}_{j}") for j in range(Np)])), "Shannon entropy h_t")
+        kl0.append(mul(w, add(op("ln", f"S{t}"), *[mul(c[j], sub(f"lp{t}_{j}", f"f{t}_{j}")) for j in range(Np)])))
+        unif.append(mul(w, sub(op("ln", "N"), f"h{t}")))
+    ch.define("KL0", add(*kl0), "d_KL(π, π₀) = d_KL(π′, f′) (π₀ = softmax f′ on j ≠ z, 0 at z)")
+    ch.define("UNIF", add(*unif), "d_KL(π, f ≡ 0) = E_t[ln N − h_t] (the uniform encoder)")
+    ch.define("amin", op("min", *[f"a{t}" for t in range(T)])), ch.define("amax", op("max", *[f"a{t}" for t in range(T)]))
+    ch.define("B", op("max", *[op("-", op("ln", f"S{t}")) for t in range(T)]), "B = max_t (−ln S_t)")
+    ch.define("R0", op("max", *[sub(op("max", *fp[t]), op("min", *fp[t])) for t in range(T)]), "max_t range f′(t)")
+    s_a = ch.step("Def. 2", "min_t a_t > 0: z's logit −M_δ a_t → −∞ as δ → 0", "amin", ">", "0", [dfn, enc])
+    if s_L is not None:
+        ch.step("Lemma 1 (gap)", "d_KL(π, π₀) ≥ L (the optimiser's gap d_KL(π, π₀) − L ≥ 0)", "KL0", ">=", "L",
+                [low, gibbs])
+    ratio = Fraction(max(a)) / Fraction(min(a))
+    alpha = Fraction(-((-ratio * 4).__floor__()), 4)
+    ch.define("alpha", alpha, "α = a_max/a_min rounded up to a quarter")
+    s_alpha = ch.step("Def. 2", "α ≥ max(1, a_max/a_min)", mul("alpha", "amin"), ">=", op("max", "amin", "amax"),
+                      [dfn])
+    # eq. (15), Lemma 4, (17) on the grid of δ; c chosen from the grid
+    from flint import ctx
+
+    from ..linalg import lower_fraction
+
+    gaps_all = {}
+    for k, delta in enumerate(DELTAS3 + [e for e in inst["eps"] if e not in DELTAS3]):
+        M = Z.m_delta(fp, delta)
+        ch.define(f"M{k}", M, f"M_δ, δ = {delta}")
+        for t in range(T):
+            ch.define(f"g{k}_{t}", op("ln", add("1", div(op("exp", op("-", mul(f"M{k}", f"a{t}"))), f"S{t}"))),
+                      "log(π₀_j/softmax f_δ(t)_j) = ln(1 + e^{−M_δ a_t}/S_t), every j ≠ z")
+        gaps_all[delta] = k
+    env = chain_values(ch)
+    old = ctx.prec
+    ctx.prec = 256
+    try:
+        cmin = None
+        for delta, k in gaps_all.items():
+            g = min(lower_fraction(env[f"g{k}_{t}"]) for t in range(T))
+            v = lower_fraction(arb_eval(op("/", "1", op("exp", mul(alpha, op("ln", delta)))), env)) * g
+            cmin = v if cmin is None else min(cmin, v)
+    finally:
+        ctx.prec = old
+    cexp = 0
+    while Fraction(1, 2 ** cexp) > cmin:
+        cexp += 1
+    ch.define("c", Fraction(1, 2 ** cexp), "c of eq. (15), a power of 2 below every grid point's ratio")
+    s15 = {}
+    for delta, k in gaps_all.items():
+        gmin, gmax = op("min", *[f"g{k}_{t}" for t in range(T)]), op("max", *[f"g{k}_{t}" for t in range(T)])
+        l15 = ch.step("(15) left", f"δ = {delta}: c·δ^α ≤ min_t log(π₀_j/softmax f_δ(t)_j)",
+                      mul("c", op("exp", mul("alpha", op("ln", delta)))), "<=", gmin, [dfn, s_a, s_alpha])
+        r15 = ch.step("(15) right", f"δ = {delta}: max_t log(π₀_j/softmax f_δ(t)_j) ≤ δ", gmax, "<=", delta, [dfn])
+        rng = op("max", *[sub(op("max", *fp[t]), op("min", op("-", mul(f"M{k}", f"a{t}")), *fp[t]))
+                          for t in range(T)])
+        ch.define(f"range{k}", rng, f"max_t range f_δ(t), δ = {delta}")
+        ch.step("Lemma 4", f"δ = {delta}: max_t range f_δ(t) ≤ R′ + a_max·(max(0, ln(1/δ) + B)/a_min + 2^-40) "
+                "(O(log 1/δ))", f"range{k}", "<=",
+                add("R0", mul("amax", add(div(op("max", "0", add(op("ln", div(1, delta)), "B")), "amin"),
+                                          Fraction(1, 2 ** 40)))), [thm])
+        ch.define(f"KLd{k}", add(*[mul(w, add(op("ln", add(f"S{t}", op("exp", op("-", mul(f"M{k}", f"a{t}"))))),
+                                              *[mul(c[j], sub(f"lp{t}_{j}", f"f{t}_{j}")) for j in range(Np)]))
+                                   for t, (w, c) in enumerate(zip(data.prior, data.conditionals))]),
+                  f"d_KL(π, f_δ), δ = {delta}")
+        s17 = ch.step("(17)", f"δ = {delta}: |d_KL(π, f_δ) − d_KL(π, π₀)| ≤ δ", _abs(sub(f"KLd{k}", "KL0")), "<=", delta,
+                      [thm, enc, l15, r15])
+        s15[delta] = (l15, r15, s17)
+    # the networks T*
+    for e in inst["eps"]:
+        k = gaps_all[e]
+        b = Z.build_network(inst, e)
+        rep = DD.theorem1_bound_report(data, b, e)
+        r = rep.results
+        from ..model.forward import forward
+
+        lg = forward(b.model, [tuple(t) for t in data.sequences]).outputs
+        tag = f"e{k}"
+        klT = []
+        for t, (w, c, z) in enumerate(zip(data.prior, data.conditionals, lg)):
+            for j in range(N):
+                ch.define(f"T{tag}_{t}_{j}", z[j], f"T*'s exact logit (ε = {e})")
+            klT.append(mul(w, add(op("ln", add(*[op("exp", f"T{tag}_{t}_{j}") for j in range(N)])),
+                                  *[mul(c[j], sub(f"lp{t}_{j}", f"T{tag}_{t}_{j}")) for j in range(Np)])))
+        ch.define(f"KLT{tag}", add(*klT), f"d_KL(π, T*), ε = {e}")
+        Te = t_epsilon(data, e)
+        ch.define(f"C{tag}", r["C_eq14"].hi, f"upper end of C of eq. (14) (exact LDLᵀ; producer-checked), ε = {e}")
+        ch.define(f"WE{tag}", r["||W E||_2"].hi, f"upper end of ‖W E‖₂ (exact LDLᵀ; producer-checked), ε = {e}")
+        ch.by_producer("(14)", f"ε = {e}: C of eq. (14) ≤ {r['C_eq14'].hi} and ‖W E‖₂ ≤ {r['||W E||_2'].hi} "
+                       f"(T_ε = {Te}, H = {b.design.H}, d_h = 1; exact LDLᵀ of uI − KᵀK)")
+        ch.by_producer("T*", f"ε = {e}: the logits T{tag}_t_j are T*'s exact outputs on all {T} sequences (certified by "
+                       "`certify proofs/dana.py --only dana.theorem3.small_d`)")
+        diff = sub(f"KLT{tag}", f"KLd{k}")
+        if s_L is not None:
+            ch.step("Prop. 1", f"ε = {e}: d_KL(π, T*) ≥ L > 0 (T* has embedding dimension d)", f"KLT{tag}", ">=", "L",
+                    [pos, low, gibbs, s_L])
+        ch.step("(4)", f"ε = {e}: d_KL(π, T*) − d_KL(π, f_ε) ≤ C ε ‖W E‖₂ (as printed)", diff, "<=",
+                mul(f"C{tag}", e, f"WE{tag}"), [thm])
+        s18 = ch.step("(18)", f"ε = {e}: d_KL(π, T*) − d_KL(π, f_ε) ≤ ε C max_t range f_ε(t) (the paper's form)", diff,
+                      "<=", mul(e, f"C{tag}", f"range{k}"), [thm])
+        ch.step("(19)", f"ε = {e}: d_KL(π, T*) ≤ d_KL(π, π₀) + δ + 2 C ε ‖W E‖₂ (δ = ε)", f"KLT{tag}", "<=",
+                add("KL0", e, mul("2", f"C{tag}", e, f"WE{tag}")), [thm, s15[e][2]])
+        if s_L is not None:
+            rhs = add("L", e, mul(e, f"C{tag}", f"range{k}"))
+            ch.define(f"RHS{tag}", rhs, "L + ε + ε C max_t range f_ε(t)")
+            ch.step("(16)", f"ε = {e}: d_KL(π, T*) ≤ L + ε + ε C max_t range f_ε ≤ d_KL(π, M) + ε + ε C max_t range f_ε "
+                    "(the statement with the proof's explicit O-term)", f"KLT{tag}", "<=", f"RHS{tag}",
+                    [thm, s18, s15[e][2], s_L, low])
+            env = chain_values(ch)
+            decided_step(ch, env, "(16) informative?", f"ε = {e}: the right-hand side L + ε + ε C range f_ε {{rel}} the "
+                         "uniform encoder's d_KL = E_t[ln N − h_t]", f"RHS{tag}", ("<", ">="), "UNIF", [thm])
+    ch.by_producer("Prop. 1", f"the minor's rows {rows} and tokens {cols} (a search; its determinant is expanded above)")
+    if lower is not None:
+        ch.by_producer("Lemma 1", f"L = {lower['lower']} ≤ d_KL(π′, L(N′,S,d)) (branch and bound over normals, "
+                       f"{lower['evaluations']} boxes, Arb)")
+    ch.conclusion = (f"at N = {N}, S = {S}, d = {d}: d_KL(π, M) ≥ L > 0, π₀ ∈ M with c = 2^-{cexp}, α = {alpha}, "
+                     f"d_KL(π, M) ≤ d_KL(π, π₀); Theorem 3's bound holds on T* with the proof's constants for "
+                     f"ε ∈ {{{', '.join(str(e) for e in inst['eps'])}}}")
+    return ch
+
+
+def theorem3_small_d(p: Dict[str, Any]) -> Dict[str, Any]:
+    return theorem3_small_d_chain(p["instance"]).document()
+
+
+def theorem3_small_d_report(p: Dict[str, Any]):
+    from ..constructions.dana_zero_token import INSTANCES
+
+    q = INSTANCES[p["instance"]]
+    return report_from_chain(f"Theorem 3 with d < N: N = {q['N']}, S = {q['S']}, d = {q['d']}, zero token z = "
+                             f"{q['N'] - 1}", theorem3_small_d_chain(p["instance"]))
+
+
+BUILDERS["dana.theorem3.small_d"] = theorem3_small_d

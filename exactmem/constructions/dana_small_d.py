@@ -179,3 +179,35 @@ def instance(name: str) -> Tuple[List[Row], Dict[str, object]]:
         raise DataError(f"unknown Theorem 2 instance {name!r}; known: {', '.join(INSTANCES)}")
     p = INSTANCES[name]
     return sparse_unembedding(p["N"], p["d"], p["k"], p["scale"], p["signs"]), p
+
+
+# ------------------------------------------------------------------ App. A.3's last step, term by term
+
+def a3_last_step(W: Sequence[Sequence[Fraction]], pi: Sequence[Fraction], g: int) -> Dict[str, Fraction]:
+    """App. A.3's last display on one sequence, per unit of λ (every term is linear in λ > 0, so
+    the comparisons are exact rational ones, whatever λ(t) is). With f_j = λ W_jᵀW_g and
+    C = ‖WWᵀ − I‖_max, the proof splits d_KL_t = (1 − π_g) f_g − Σ_{j≠g} π_j f_j (its value at
+    the exact λ) into
+    term1 = (1 − π_g)(f_g − mean_{j≠g} f_j) ≤ (1 − π_g) λ (1 + 2C) and
+    term2 = −(1 − π_g) Σ_{j≠g} (π̃_j − 1/(N−1)) f_j ≤ (1 − π_g) λ C ‖π̃ − π_unif‖₁ = 2 C d_TV;
+    the paper writes C d_TV for term2. Returns the coefficients of λ: term1, term2, total, C,
+    d_TV (= ½‖·‖₁), and the three bounds (1 − π_g)(1 + 2C), (1 − π_g)C d_TV, (1 − π_g)(1 + 2C + C d_TV),
+    and the direct bound (1 − π_g)(1 + 2C) on the total (|f_j| ≤ λC, f_g ≤ λ(1 + C))."""
+    N = len(W)
+    dot = lambda a, b: sum((x * y for x, y in zip(a, b)), Fraction(0))  # noqa: E731
+    C = max(abs(dot(W[i], W[j]) - (1 if i == j else 0)) for i in range(N) for j in range(N))
+    a = [dot(W[j], W[g]) for j in range(N)]
+    rest = [j for j in range(N) if j != g]
+    m = 1 - pi[g]
+    tilde = {j: pi[j] / m for j in rest}
+    term1 = m * (a[g] - sum(a[j] for j in rest) / (N - 1))
+    term2 = -m * sum((tilde[j] - Fraction(1, N - 1)) * a[j] for j in rest)
+    tv = sum(abs(tilde[j] - Fraction(1, N - 1)) for j in rest) / 2
+    return {"term1": term1, "term2": term2, "total": m * a[g] - sum(pi[j] * a[j] for j in rest), "C": C, "d_TV": tv,
+            "bound_term1": m * (1 + 2 * C), "bound_term2_printed": m * C * tv, "bound_term2_proof": m * 2 * C * tv,
+            "bound_printed": m * (1 + 2 * C + C * tv), "bound_direct": m * (1 + 2 * C)}
+
+
+A3_EXAMPLE = dict(W=[[Fraction(1), Fraction(0), Fraction(0)], [Fraction(-5, 13), Fraction(12, 13), Fraction(0)],
+                     [Fraction(5, 13), Fraction(0), Fraction(12, 13)]],
+                  pi=[Fraction(9, 10), Fraction(99, 1000), Fraction(1, 1000)], g=0)

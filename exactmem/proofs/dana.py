@@ -168,6 +168,37 @@ def build_theorem3(params, seed):
                  error_bound=Fraction(0), info=info)
 
 
+def build_theorem3_small_d(params, seed):
+    """Theorem 3 with d < N (``dana_zero_token``): T* for δ = ε, certified on **all** N^S sequences
+    with labels = its exact logits (the numbers the ``dana.theorem3.small_d`` lower-bound
+    certificate's d_KL(π, T*) uses); on the T_ε likely ones they equal f_ε(t) = W_ε E′(t), checked
+    here. The instance data are fixed by the instance (``seed`` is not used)."""
+    from exactmem.constructions import dana_zero_token as Z
+    from exactmem.model.forward import forward
+
+    inst = Z.build_instance(params["instance"], lower_budget=0)
+    eps = Fraction(params["eps"])
+    data = inst["data"]
+    b = Z.build_network(inst, eps)
+    Te = t_epsilon(data, eps)
+    H = b.design.H
+    if H + inst["d"] < Te:
+        raise DataError(f"d_h H + d = {H + inst['d']} < T_eps = {Te}")
+    seqs = [tuple(t) for t in data.sequences]
+    out = forward(b.model, seqs).outputs
+    f = {tuple(t): l for t, l in zip(b.dataset.inputs, b.dataset.labels)}
+    for t, z in zip(seqs, out):
+        if t in f and [Fraction(x) for x in z] != [Fraction(x) for x in f[t]]:
+            raise DataError(f"T*'s logits differ from f_eps on the likely sequence {t}")
+    ds = b.dataset.__class__(seqs, [tuple(z) for z in out], "tokens", seed,
+                             "all N^S sequences, labels T*'s exact logits")
+    N, S, d = inst["N"], inst["S"], inst["d"]
+    claims = _size_claims(N, S, d, 1, H, len(seqs), what="Theorem 3")
+    info = dict(b.info)
+    info.update({"T_eps": Te, "d_h H + d": H + d, "zero token": N - 1})
+    return Built(b.model, ds, claims, error_bound=Fraction(0), info=info)
+
+
 def _inst(N, d, dh, H, sizes=("small", "medium"), **extra):
     params = {"N": N, "S": 2, "d": d, "dh": dh, "H": H, **extra}
     return Instance(f"N{N}-d{d}-dh{dh}-H{H}" + ("-rounded" if extra.get("round") else ""), params, sizes)
@@ -266,6 +297,17 @@ THEOREMS = [
         instances=[Instance("N3-S2-d3-eps1-4", {"N": 3, "S": 2, "d": 3, "eps": "1/4"}, ("small", "medium")),
                    Instance("N4-S2-d4-eps1-8", {"N": 4, "S": 2, "d": 4, "eps": "1/8"}, ("medium",))],
     ),
+    Theorem(
+        name="dana.theorem3.small_d",
+        statement="Theorem 3 with d < N (every conditional has the same zero token, so d_KL(pi, M(N,S,d)) > 0): the AoT "
+                  "T* of the proof (Theorem 1's construction realising f_eps of an explicit pi_0 in M on the T_eps "
+                  "likely sequences, d_h H + d >= T_eps, d(S + 2N + 4 d_h H) parameters); its exact logits on all "
+                  "N^S sequences, which the lower-bound certificate dana.theorem3.small_d uses for d_KL(pi, T*).",
+        source=SOURCE + ", Theorem 3, App. A.4",
+        build=build_theorem3_small_d,
+        instances=[Instance("N5-S2-d2-eps1-4", {"instance": "N5-S2-d2", "eps": "1/4"}, ("small", "medium")),
+                   Instance("N5-S2-d2-eps1-8", {"instance": "N5-S2-d2", "eps": "1/8"}, ("small", "medium"))],
+    ),
 ]
 
 
@@ -313,6 +355,12 @@ LOWER_BOUNDS = [
                  [Instance("N6-d4", {"instance": "N6-d4"}, ("small", "medium")),
                   Instance("N869-d867", {"instance": "N869-d867"}, ("small", "medium")),
                   Instance("N1000-d900", {"instance": "N1000-d900"}, ("medium",))]),
+    BoundTheorem("dana.theorem3.small_d", "Theorem 3 with d < N: d_KL(π, M) ≥ L > 0 (common zero token), an explicit "
+                 "π₀ ∈ M (eq. (15), Lemma 4, (17)), and the proof's T* for ε = 1/4, 1/8 against (4), (18), (19) and "
+                 "(16) with the proof's explicit O-term; kernel-checked (bounds run --certificate).",
+                 SOURCE + ", Theorem 3, Definition 2, Lemma 4, App. A.4",
+                 lambda p: __import__("exactmem.bounds.dana_certificates", fromlist=["x"]).theorem3_small_d_report(p),
+                 [Instance("N5-S2-d2", {"instance": "N5-S2-d2"}, ("medium",))]),
     BoundTheorem("dana.theorem3.eq15", "Eq. (15), Lemma 4 and (17) for the explicit family f_delta.",
                  SOURCE + ", Theorem 3 / Lemma 4", run_theorem3,
                  [Instance("N3-S2-d3", {"N": 3, "S": 2, "d": 3}, ("small", "medium"))]),
