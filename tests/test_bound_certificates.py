@@ -338,13 +338,14 @@ def test_1e300_minw_answers_with_a_certified_certificate(tmp_path):
 
 
 def test_dana_certificates(tmp_path, capsys):
-    """bounds run proofs/dana.py --certificate: Prop. 1's minor, Theorem 2's C and vacuity, and
-    Theorem 3's (15), Lemma 4 and (17) are kernel-checked; Theorem 2's KL steps (the root λ(t))
+    """bounds run proofs/dana.py --certificate: Prop. 1's minor, Theorem 2's C and vacuity (and at
+    d < N − 1 every arithmetic step), and Theorem 3's (15), Lemma 4 and (17) are kernel-checked; Theorem 2's KL steps (the root λ(t))
     and Theorem 1's bound (4) are producer-checked."""
     assert main(["bounds", "run", str(ROOT / "proofs" / "dana.py"), "--certificate", str(tmp_path)]) == 0
     assert "checked by the producer" in capsys.readouterr().out  # dana.theorem1.bound4
     files = sorted(tmp_path.glob("*.json"))
-    assert len(files) == 4
+    assert len(files) == 6  # Prop. 1, Thm 2 (two at d >= N, two small_d at d < N - 1), Thm 3 (15)
+    assert sum("theorem2.small_d" in f.name for f in files) == 2
     for f in files:
         doc = json.loads(f.read_text())
         assert check_lower_bound(doc, Budget()).status == "CERTIFIED"

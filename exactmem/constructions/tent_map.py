@@ -1,6 +1,7 @@
-"""Lemma C.1 with Stage III *as printed*: bit extraction by Telgarsky's triangle (tent) map,
+"""Lemma C.1 with the tent-map Stage III: bit extraction by Telgarsky's triangle (tent) map,
 Kajitsuka & Sato Lemmas G.4–G.6 (after Vardi et al. 2022), instead of the doubling map of
-:mod:`exactmem.constructions.vardi`. See ``docs/kajitsuka-paper.md``.
+:mod:`exactmem.constructions.vardi`. The two-trajectory read-out of each bit is ours (the paper
+defers the step to Vardi et al.). See ``docs/kajitsuka-paper.md``.
 
 Stage I (Lemma C.2) and Stage II (Lemmas G.2/G.3) are :mod:`vardi`'s. Stage III, for the
 crafted integers u (g slots of ρ key bits, M_u = gρ) and w (g slots of c label bits, M_w = gc):
@@ -149,7 +150,7 @@ def stage2_bits(groups: Sequence[vardi.Group]) -> int:
 def build_c1_tent(points: Sequence, labels: Sequence, C: int, extra: Sequence = (), seed: int = 0,
                   slots: Optional[int] = None, slope: int = SLOPE,
                   projection: Optional[vardi.Projection] = None) -> Tuple[Model, Dict[str, object]]:
-    """Lemma C.1 with the tent-map Stage III (Lemma G.6 as printed), a plain ReLU stack.
+    """Lemma C.1 with the tent-map Stage III (Lemma G.6's tent map, our two-trajectory read-out), a plain ReLU stack.
 
     ``projection``: a Stage I projection of the prepared points (default: :mod:`vardi`'s
     random one with the same seed, so the doubling-map memorizer ``vardi.build_c1`` sees the

@@ -61,7 +61,7 @@ class C1Stage(NamedTuple):
 
 
 def c1_stages(b) -> List[C1Stage]:
-    """The Lemma C.1 stages of a built Kajitsuka network (compact or paper-literal): ϕ̃ when it
+    """The Lemma C.1 stages of a built Kajitsuka network (compact or the paper's blocks): ϕ̃ when it
     was built (some sequences share a multiset), then F₂ on the context ids."""
     info = b.info
     out = []
@@ -167,7 +167,7 @@ def instance_data(params, seed):
 def network_build(construct, claims_of):
     """A Theorem's ``build``: the instance's seeded data, the network ``construct(data, seed=,
     attention=)`` builds for it (attention "uniform" unless the parameters say otherwise), and
-    ``claims_of`` that network; shared by the compact and the paper-literal Kajitsuka modules."""
+    ``claims_of`` that network; shared by the compact and the paper's-blocks Kajitsuka modules."""
     def build(params, seed):
         data = instance_data(params, seed)
         b = construct(data, seed=seed, attention=params.get("attention", "uniform"))
