@@ -12,8 +12,9 @@ the step's common denominator. ReLU leaves that row alone because it is positive
 whole step is one exact integer matrix product followed by a row-masked ReLU.
 
 Backends: ``"flint"`` (python-flint ``fmpz_mat`` products), ``"fraction"`` (plain Python,
-the slow reference), and ``"limbs"`` when available (see ``limbs.py``). ``"auto"`` picks
-the fastest one that applies. The step and batch types and the reference backend are in
+the slow reference), ``"limbs"`` (float64 limb products, see ``limbs.py``) and ``"native"``
+(compiled multi-limb integers, when numba is installed; see ``native.py``). ``"auto"`` picks
+the fastest one that applies (native, then limbs, then flint). The step and batch types and the reference backend are in
 ``steps.py`` (every backend module imports them from there; they are re-exported here).
 """
 
@@ -117,6 +118,11 @@ def run_stack(steps: Sequence[AffineStep], X: ScaledInts, backend: str = "auto",
 
 
 def _auto_backend(steps: Sequence[AffineStep]) -> str:
+    if "native" in BACKENDS:
+        from .native import applies as native_applies
+
+        if native_applies(steps):
+            return "native"
     if "limbs" in BACKENDS:
         from .limbs import applies
 
@@ -129,5 +135,13 @@ try:  # optional exact multi-limb backend for dyadic weights (see limbs.py)
     from .limbs import run_stack_limbs
 
     BACKENDS["limbs"] = run_stack_limbs
+except ImportError:
+    pass
+
+try:  # optional compiled (numba) multi-limb backend for dyadic weights (see native.py)
+    from .native import AVAILABLE as _NATIVE, run_stack_native
+
+    if _NATIVE:
+        BACKENDS["native"] = run_stack_native
 except ImportError:
     pass

@@ -1,0 +1,47 @@
+"""Compiled exact kernels (numba), optional.
+
+Everything here is an *accelerator*: integer arithmetic on fixed-width limbs with exact carries,
+compiled with numba when it is installed. No floating point is used anywhere. When numba is
+missing (or ``EXACTMEM_NO_NUMBA=1``), :data:`AVAILABLE` is False and the callers keep their
+NumPy / Python-int paths: a compiled path falls back, it never fails.
+
+``kernels`` (imported lazily through :func:`kernels`) holds the compiled functions:
+conversions between Python ints and limb arrays, one exact affine+ReLU step over a batch of
+multi-limb integers, and a hash-based de-duplication of int64 rows. See ``exactmem/native/limbs.py``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+__all__ = ["AVAILABLE", "kernels"]
+
+
+def _available() -> bool:
+    if os.environ.get("EXACTMEM_NO_NUMBA", "").strip() not in ("", "0"):
+        return False
+    try:
+        return importlib.util.find_spec("numba") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+AVAILABLE = _available()
+_mod = None
+
+
+def kernels():
+    """The compiled kernels module (``exactmem.native.limbs``); None when numba is unavailable
+    or fails to import (the callers then take their uncompiled paths)."""
+    global _mod, AVAILABLE
+    if not AVAILABLE:
+        return None
+    if _mod is None:
+        try:
+            from . import limbs as m
+        except Exception:  # numba present but broken (e.g. a NumPy it does not support): fall back
+            AVAILABLE = False
+            return None
+        _mod = m
+    return _mod
