@@ -137,8 +137,8 @@ def test_certify_uses_the_proof_files_engine_and_the_checkers_reader(five, monke
     data, net = five
     seen, decoded = [], []
     real_forward, real_decode = P.forward, schema.decode_certificate
-    monkeypatch.setattr(P, "forward", lambda m, xs, backend="auto": seen.append(backend) or real_forward(m, xs,
-                                                                                                     backend))
+    monkeypatch.setattr(P, "forward", lambda m, xs, backend="auto", **kw: seen.append(backend) or real_forward(
+        m, xs, backend, **kw))
     import exactmem.certificate.checker as K
 
     monkeypatch.setattr(K, "decode_certificate", lambda data, name, limits=None: decoded.append(type(data)) or

@@ -237,7 +237,7 @@ def test_theorem1_encoder_near_optimal_with_rigorous_lower_bound():
     from exactmem.constructions import dana_optimum as O
 
     data = random_conditionals(4, 2, 0)
-    W, E = O.optimized_encoder(data, 2, 0)
+    W, E = O.optimized_encoder(data, 2, 0, targets=DD.log_prob_targets(data))
     U = DD.kl_enclosure_from_logits(data, DD.encoder_logits(W, E))
     lb = O.lower_bound_codim1(data, budget=300)
     assert 0 < lb["lower"] <= U[0] and U[1] - lb["lower"] < Fraction(1, 10 ** 4)  # gap < 10^-4 (U ≈ 0.019688)

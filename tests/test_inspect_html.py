@@ -77,9 +77,12 @@ def test_page_has_layers_claims_verdict_and_an_embedded_image(certs, tmp_path, w
     assert "Head-to-subset" not in page  # no assignment in meta: no section
 
 
-def test_kajitsuka_page_shows_its_three_stages_and_the_measured_claims(certs, tmp_path):
+def test_kajitsuka_page_shows_its_named_stages_and_the_measured_claims(certs, tmp_path):
+    """certify writes the Lemma C.1 stages into meta.stages (Built.meta), and the page names them."""
     page = inspect_page(certs["kajitsuka"], tmp_path / "k.html")
-    assert "<h2>Stages (3)</h2>" in page and "<h2>Layers (63)</h2>" in page
+    assert "<h2>Stages (9)</h2>" in page and "<h2>Layers (63)</h2>" in page
+    assert "F2: Stage III, bit extraction (Lemma G.6)" in page and "uniform attention F^(UA), eq. (52)" in page
+    assert "The certificate names no stages" not in page
     # claim, bound, measured, holds: width <= 14 measured 11; depth == 61
     assert '<td class="mono">width &lt;=</td><td class="num">14</td><td class="num">11</td><td class="yes">holds</td>' in page
     assert '<td class="mono">depth ==</td><td class="num">61</td><td class="num">61</td>' in page

@@ -23,6 +23,7 @@ from typing import List
 from ..certificate.writer import Claim
 from ..constructions import kajitsuka as _K
 from ..data.kajitsuka_data import SequenceData
+from ..proofs._kajitsuka_core import stage_spans
 from . import Memorizer, Stage, proof_module
 
 __all__ = ["next_token", "seq2seq", "hardmax", "claims", "stages"]
@@ -31,31 +32,8 @@ SOURCE = "Kajitsuka & Sato (ICLR 2025) Theorem 4.1 / B.1"
 
 
 def stages(b: _K.KajitsukaBuild) -> List[Stage]:
-    """Named layer ranges of a built network (the layer counts of each Lemma C.1 memorizer
-    follow from its layout: Stage II m + 1 layers, Stage III 3 + max(ρ, c − 1) + (g − 1)P)."""
-    out: List[Stage] = []
-    i = 0
-
-    def add(name, k):
-        nonlocal i
-        out.append(Stage(name, i, i + k))
-        i += k
-
-    add("F1: E_in, token id F (Lemma C.2) and phi's Stage I projection", 1)
-    lay = b.phi_layout
-    if lay is not None:
-        add("F1: phi Stage II, group selection (Lemmas G.2-G.3)", lay.m + 1)
-        add("F1: phi Stage III, bit extraction (Lemma G.6)", lay.relu_layers - (lay.m + 1))
-    add("F1: output (phi, F, 0)", 1)
-    add("uniform attention F^(UA), eq. (52)", 1)
-    lay = b.f2_layout
-    add("F2: Stage I projection of the context ids (Lemma C.2)", 1)
-    add("F2: Stage II, group selection (Lemmas G.2-G.3)", lay.m + 1)
-    add("F2: Stage III, bit extraction (Lemma G.6)", lay.relu_layers - (lay.m + 1))
-    add("E_out (F2's affine output layer)", 1)
-    if i != len(b.model.layers):  # never expected; fall back to no stage names rather than wrong ones
-        return []
-    return out
+    """Named layer ranges of a built network (:func:`exactmem.proofs._kajitsuka_core.stage_spans`)."""
+    return [Stage(name, start, stop) for name, start, stop in stage_spans(b)]
 
 
 def claims(b: _K.KajitsukaBuild) -> List[Claim]:

@@ -64,7 +64,7 @@ def fit_encoder(data: Conditionals, d: int, seed: int = 0) -> Tuple[Mat, List[Ve
         return W, E
     from .dana_optimum import optimized_encoder
 
-    return optimized_encoder(data, d, seed)
+    return optimized_encoder(data, d, seed, targets=L)
 
 
 def kl_enclosure_from_logits(data: Conditionals, logits: Sequence, prec: int = 128) -> Tuple[Fraction, Fraction]:

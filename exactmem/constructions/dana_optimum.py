@@ -104,16 +104,18 @@ def _row_loss(W, e, p):
 
 
 def optimized_encoder(data: Conditionals, d: int, seed: int = 0, starts: int = 6,
-                      w_bits: int = 24, e_bits: int = 32) -> Tuple[List[List[Fraction]], List[List[Fraction]]]:
-    """The best rank-d encoder found (module docstring), rounded to dyadics: (W, E) exact."""
+                      w_bits: int = 24, e_bits: int = 32, *,
+                      targets: Sequence[Sequence[Fraction]]) -> Tuple[List[List[Fraction]], List[List[Fraction]]]:
+    """The best rank-d encoder found (module docstring), rounded to dyadics: (W, E) exact.
+    ``targets``: the centred log-probabilities ℓ(t) to fit,
+    :func:`.dana_distribution.log_prob_targets` of ``data`` (passed in, so that this module does
+    not import ``dana_distribution``, which imports it)."""
     import numpy as np
-
-    from .dana_distribution import log_prob_targets
 
     N = data.N
     P = np.array([[float(p) for p in c] for c in data.conditionals])
     w = np.array([float(x) for x in data.prior])
-    L = np.array([[float(x) for x in l] for l in log_prob_targets(data)])
+    L = np.array([[float(x) for x in l] for l in targets])
     rng = np.random.default_rng(seed)
     inits = []
     U, s, Vt = np.linalg.svd(L.T * np.sqrt(w)[None, :], full_matrices=False)

@@ -126,6 +126,7 @@ def family_W(Wp: Mat, M: Fraction) -> Mat:
 def build_instance(name: str, lower_budget: int = 300) -> Dict[str, object]:
     """Everything the chain needs (exact): data, π′, K, the minor, W′, E′, f′, a_t, L."""
     from .dana_bounds import prop1_obstruction
+    from .dana_distribution import log_prob_targets
     from .dana_optimum import lower_bound_codim1, optimized_encoder
 
     if name not in INSTANCES:
@@ -136,7 +137,7 @@ def build_instance(name: str, lower_budget: int = 300) -> Dict[str, object]:
         raise DataError(f"d_KL(π, M) > 0 needs d ≤ N − 3 here (d = {d}, N = {N})")
     data, rest, K = zero_token_data(N, S, seed)
     rows, cols, det = prop1_obstruction(K, d)
-    Wp, Ep = optimized_encoder(rest, d, seed)
+    Wp, Ep = optimized_encoder(rest, d, seed, targets=log_prob_targets(rest))
     fp = logits(Wp, Ep)
     a = margins(fp)
     if min(a) <= 0:

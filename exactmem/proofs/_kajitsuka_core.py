@@ -20,7 +20,7 @@ Every claim is computed from the instance and compared by the independent checke
 """
 
 from fractions import Fraction
-from typing import List, NamedTuple
+from typing import List, NamedTuple, Tuple
 
 from exactmem import enclosure as E
 from exactmem.certificate.writer import Claim
@@ -164,6 +164,36 @@ def instance_data(params, seed):
                     duplicates=params.get("duplicates", 0.05), denominator_bits=params.get("denominator_bits", 0))
 
 
+def stage_spans(b) -> List[Tuple[str, int, int]]:
+    """Named layer ranges of a built network (the layer counts of each Lemma C.1 memorizer
+    follow from its layout: Stage II m + 1 layers, Stage III 3 + max(ρ, c − 1) + (g − 1)P)."""
+    out: List[Tuple[str, int, int]] = []
+    i = 0
+
+    def add(name, k):
+        nonlocal i
+        out.append((name, i, i + k))
+        i += k
+
+    add("F1: E_in, token id F (Lemma C.2) and phi's Stage I projection", 1)
+    if not hasattr(b, "f2_layout"):  # a network without the compact layout: no stage names
+        return []
+    lay = b.phi_layout
+    if lay is not None:
+        add("F1: phi Stage II, group selection (Lemmas G.2-G.3)", lay.m + 1)
+        add("F1: phi Stage III, bit extraction (Lemma G.6)", lay.relu_layers - (lay.m + 1))
+    add("F1: output (phi, F, 0)", 1)
+    add("uniform attention F^(UA), eq. (52)", 1)
+    lay = b.f2_layout
+    add("F2: Stage I projection of the context ids (Lemma C.2)", 1)
+    add("F2: Stage II, group selection (Lemmas G.2-G.3)", lay.m + 1)
+    add("F2: Stage III, bit extraction (Lemma G.6)", lay.relu_layers - (lay.m + 1))
+    add("E_out (F2's affine output layer)", 1)
+    if i != len(b.model.layers):  # never expected; fall back to no stage names rather than wrong ones
+        return []
+    return out
+
+
 def network_build(construct, claims_of):
     """A Theorem's ``build``: the instance's seeded data, the network ``construct(data, seed=,
     attention=)`` builds for it (attention "uniform" unless the parameters say otherwise), and
@@ -171,7 +201,9 @@ def network_build(construct, claims_of):
     def build(params, seed):
         data = instance_data(params, seed)
         b = construct(data, seed=seed, attention=params.get("attention", "uniform"))
-        return Built(b.model, data.to_dataset(), claims_of(b), info=b.info)
+        spans = stage_spans(b)
+        return Built(b.model, data.to_dataset(), claims_of(b), info=b.info,
+                     meta={"stages": [{"name": n, "start": s, "stop": e} for n, s, e in spans]} if spans else {})
     return build
 
 
