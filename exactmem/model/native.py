@@ -1,21 +1,26 @@
 """Exact backend ``"native"``: compiled (numba) multi-limb integer steps, dyadic weights.
 
-Values are ``N / (odd0·2^e)``, N an integer matrix held as canonical base-2^30 limbs in an int64
-array (``exactmem/native/limbs.py`` says why nothing overflows). A step ``H ↦ ρ(W H + b)`` with
-integer form ``(2^a·W, 2^a·b)`` computes, per token and output row, in compiled code:
+Values are ``N / (odd0·2^e)``, N an integer matrix held as canonical base-2^30 limbs in int64,
+token-major (``(rows, limbs, tokens)``, so the compiled loops run over tokens and vectorize;
+``exactmem/native/limbs.py`` says why no int64 sum overflows). The tokens are cut in blocks of
+:data:`TOKEN_BLOCK`; each (row, block) keeps its own limb count, trimmed after every step.
+A step ``H ↦ ρ(W H + b)`` with integer form ``(2^a·W, 2^a·b)`` computes, block by block:
 
-* the terms grouped by the magnitude of their weight, ``Σ_|a| |a|·(Σ ±x_j)``: the signed sum
-  of the inputs that share a magnitude first (cheap additions), then one multi-limb product by
-  ``|a|`` (in the doubling gadget ``2U − 2^M (s₁ − s₂)`` the M-bit factor multiplies the
-  one-limb difference, and a zero difference costs nothing);
+* the terms of each row grouped by the magnitude of their weight, ``Σ_|a| |a|·(Σ ±x_j)``: the
+  signed sum of the inputs that share a magnitude first (cheap additions), then one
+  multi-limb product by ``|a|`` (in the doubling gadget ``2U − 2^M (s₁ − s₂)`` the M-bit factor
+  multiplies the one-limb difference, and a difference that is 0 on the whole block costs
+  nothing). Equal signed sums and equal linear parts are computed once per step: rows that
+  differ only by their bias (the ``relu(x − c + 1)``, ``relu(x − c)`` pairs) share the work;
 * the bias ``2^a·b·odd0·2^e``, exact carry normalization, ReLU by the sign of the top limb;
-* the limb count of the result (the longest entry) and the exact 2-adic valuation v of the
-  result; the whole batch is then divided by ``2^min(v, e + a)`` (an exact shift), so dyadic
-  denominators never pile up.
+* the exact 2-adic valuation v of the result; whole limbs ``30·⌊min(v, e + a)/30⌋`` are divided
+  out by dropping them (a view, no copy), so the power of two left in the denominator stays
+  below 2^(30 + a) and never piles up.
 
 Registered in :data:`~exactmem.model.affine_stack.BACKENDS` when numba is importable; ``auto``
-prefers it over ``limbs`` for dyadic weights. Without numba the module imports, ``AVAILABLE``
-is False and nothing is registered (``auto`` keeps choosing ``limbs``/``flint``).
+prefers it over ``limbs`` for dyadic weights. Without numba the module still imports,
+``AVAILABLE`` is False and nothing is registered (``auto`` keeps choosing ``limbs``/``flint``).
+Tested against the Fraction reference and python-flint in ``tests/test_native.py``.
 """
 
 from __future__ import annotations
@@ -29,10 +34,11 @@ from .steps import AffineStep, ScaledInts, StackResult, _check_shapes, run_stack
 
 S = 30
 MASK = (1 << S) - 1
-BLOCK_LIMBS = 1 << 22  # int64 limbs of one block's un-trimmed output (32 MiB); more tokens are split
+BASE = 1 << S
+TOKEN_BLOCK = 128  # tokens processed together inside the kernel (its work arrays stay in cache)
 MAX_ADDS = 1 << 32  # additions into one accumulator limb (each <= 2^30): keeps sums below 2^62
 
-__all__ = ["AVAILABLE", "applies", "run_stack_native", "to_limbs", "from_limbs"]
+__all__ = ["AVAILABLE", "applies", "run_stack_native", "to_limbs", "from_limbs", "warm"]
 
 AVAILABLE = _native.AVAILABLE
 
@@ -72,48 +78,88 @@ def _mag_limbs(M: int) -> List[int]:
             return out
 
 
+def warm() -> bool:
+    """Load (or compile, the first time on a machine) the kernels now, on a tiny stack, so that
+    a timed call does not include it; False without numba."""
+    if not AVAILABLE or _k() is None:
+        return False
+    st = AffineStep.make([[1, -1], [2, 0]], [1, 0], [True, False])
+    run_stack_native([st], ScaledInts([[1, -2], [3, 2**70]], 2))
+    to_limbs([1, -1])
+    from_limbs(to_limbs([2**65]))
+    _k().first_index_rows(np.zeros((2, 1), dtype=np.int64))
+    return True
+
+
 # ----------------------------------------------------------------------------- the plan
 
 
 class _StepPlan:
-    __slots__ = ("a", "m_out", "m_in", "row_ptr", "mag_ptr", "mags", "term_ptr", "term_j", "term_sgn", "bi",
-                 "relu", "kw", "max_terms")
+    """A step's integer form for :func:`~exactmem.native.limbs.step_block`: each row's terms
+    grouped by weight magnitude, the signed sums of a group (*lists*) and the linear parts of a
+    row (*combos*) de-duplicated across rows, so rows that differ only by their bias (the
+    ``relu(x − c + 1)``, ``relu(x − c)`` pairs of the bit-extraction gadgets) share the work."""
+
+    __slots__ = ("a", "m_out", "m_in", "list_ptr", "term_j", "term_sgn", "combo_ptr", "cm_list", "cm_sgn",
+                 "mag_ptr", "mags", "row_combo", "bi", "relu", "kw", "terms")
 
     def __init__(self, st: AffineStep):
-        flat = [x for row in st.W for x in row] + list(st.b)
-        D = 1
-        for x in flat:
-            d = x.denominator
+        dens = {x.denominator for row in st.W for x in row}
+        dens.update(x.denominator for x in st.b)
+        for d in dens:
             if d & (d - 1):
                 raise ValueError("not dyadic")
-            D = max(D, d)
+        D = max(dens) if dens else 1
         self.a = D.bit_length() - 1
         self.m_out, self.m_in = st.m_out, st.m_in
-        row_ptr, mag_ptr, mags, term_ptr, term_j, term_sgn = [0], [0], [], [0], [], []
-        kw, max_terms = 1, 1
+        lists: Dict[tuple, int] = {}
+        combos: Dict[tuple, int] = {}
+        row_combo = []
+        maxbits, terms = 1, 1
         for row in st.W:
             groups: Dict[int, List[Tuple[int, int]]] = {}
             for j, x in enumerate(row):
-                if x:
-                    w = x.numerator * (D // x.denominator)
-                    groups.setdefault(abs(w), []).append((j, 1 if w > 0 else -1))
-            for M, terms in groups.items():
-                ml = _mag_limbs(M)
-                mags.extend(ml)
+                n = x.numerator
+                if n:
+                    w = n * (D // x.denominator) if D != 1 else n
+                    if w > 0:
+                        groups.setdefault(w, []).append((j, 1))
+                    else:
+                        groups.setdefault(-w, []).append((j, -1))
+            entries = []
+            for M, ts in groups.items():
+                sg = ts[0][1]  # a list starts with a + sign; the group's sign goes to the combo
+                key = tuple(ts) if sg > 0 else tuple((j, -s) for j, s in ts)
+                li = lists.setdefault(key, len(lists))
+                entries.append((li, sg, M))
+                maxbits = max(maxbits, M.bit_length())
+                terms = max(terms, len(ts))
+            if not entries:
+                row_combo.append(-1)
+                continue
+            row_combo.append(combos.setdefault(tuple(entries), len(combos)))
+        kw = -(-maxbits // S)
+        list_ptr, term_j, term_sgn = [0], [], []
+        for key in lists:
+            for j, sg in key:
+                term_j.append(j)
+                term_sgn.append(sg)
+            list_ptr.append(len(term_j))
+        combo_ptr, cm_list, cm_sgn, mag_ptr, mags = [0], [], [], [0], []
+        for entries in combos:
+            for li, sg, M in entries:
+                cm_list.append(li)
+                cm_sgn.append(sg)
+                mags.extend(_mag_limbs(M))
                 mag_ptr.append(len(mags))
-                kw = max(kw, len(ml))
-                for j, sg in terms:
-                    term_j.append(j)
-                    term_sgn.append(sg)
-                term_ptr.append(len(term_j))
-            max_terms = max(max_terms, len(groups) + 1)
-            row_ptr.append(len(mag_ptr) - 1)
+            combo_ptr.append(len(cm_list))
         arr = lambda v: np.array(v, dtype=np.int64)  # noqa: E731
-        self.row_ptr, self.mag_ptr, self.mags = arr(row_ptr), arr(mag_ptr), arr(mags)
-        self.term_ptr, self.term_j, self.term_sgn = arr(term_ptr), arr(term_j), arr(term_sgn)
+        self.list_ptr, self.term_j, self.term_sgn = arr(list_ptr), arr(term_j), arr(term_sgn)
+        self.combo_ptr, self.cm_list, self.cm_sgn = arr(combo_ptr), arr(cm_list), arr(cm_sgn)
+        self.mag_ptr, self.mags, self.row_combo = arr(mag_ptr), arr(mags), arr(row_combo)
         self.bi = [x.numerator * (D // x.denominator) for x in st.b]
         self.relu = np.array(st.relu_rows, dtype=np.bool_)
-        self.kw, self.max_terms = kw, max_terms
+        self.kw, self.terms = kw, terms
 
 
 _cache: Optional[Tuple[Tuple[AffineStep, ...], Optional[List[_StepPlan]]]] = None
@@ -144,55 +190,74 @@ def applies(steps: Sequence[AffineStep]) -> bool:
 # ----------------------------------------------------------------------------- evaluation
 
 
-def _step(k, sp: _StepPlan, H: np.ndarray, odd0: int, e: int) -> Tuple[np.ndarray, int]:
-    m_in, T, K = H.shape
-    den = odd0 << e
-    bias = [b * den for b in sp.bi]
-    bl = [_mag_limbs(0)] * len(bias)
-    nz = [i for i, b in enumerate(bias) if b]
-    if nz:
-        L = to_limbs([bias[i] for i in nz])
-        for row, i in enumerate(nz):
-            bl[i] = L[row].tolist()
-    bias_ptr = np.zeros(len(bias) + 1, dtype=np.int64)
-    np.cumsum([len(x) for x in bl], out=bias_ptr[1:])
-    bias_limbs = np.array([x for b in bl for x in b], dtype=np.int64)
-    P = max(sp.kw + K + 2, int(max(len(x) for x in bl)) + 1)
-    if sp.m_in * 2 * (sp.kw + 1) * (K + 2) + P >= MAX_ADDS or sp.m_in >= 1 << 29:
+class _Batch:
+    """A batch in the kernel's per-block form: entry (j, t) canonical in
+    ``Y[j, :Ylen[j, t // TOKEN_BLOCK], t]`` (length 0: the value 0), K the largest length; the
+    value is ``N / (odd0·2^e)``."""
+
+    __slots__ = ("Y", "Ylen", "K", "e")
+
+    def __init__(self, Y, Ylen, K, e):
+        self.Y, self.Ylen, self.K, self.e = Y, Ylen, K, e
+
+
+def _bias_limbs(bias: List[int]) -> Tuple[np.ndarray, np.ndarray]:
+    """Canonical limbs of the biases, concatenated, and where each row's start (a zero bias has
+    no limbs). Python ints: ``b & MASK`` and ``b >> 30`` are the two's-complement limb and the
+    floor shift, also for negative b."""
+    ptr = [0]
+    flat: List[int] = []
+    for b in bias:
+        if b:
+            while not -BASE <= b < BASE:
+                flat.append(b & MASK)
+                b >>= S
+            flat.append(b)
+        ptr.append(len(flat))
+    return np.array(ptr, dtype=np.int64), np.array(flat, dtype=np.int64)
+
+
+def _step(k, sp: _StepPlan, X: _Batch, odd0: int, blk: int) -> _Batch:
+    """One step; the result is divided by 2^(30·q) for the largest q with 30·q <= min(its
+    2-adic valuation, e + a): whole limbs, dropped by a view (no copy). The rest of the power of
+    two stays in the denominator (less than 2^(30 + a)), so denominators never pile up."""
+    T = X.Y.shape[2]
+    K = max(X.K, 1)
+    bias_ptr, bias_limbs = _bias_limbs([b * (odd0 << X.e) for b in sp.bi])
+    nbias = int((bias_ptr[1:] - bias_ptr[:-1]).max()) if len(bias_ptr) > 1 else 0
+    P = max(sp.kw + K + 2, nbias + 2)
+    if sp.m_in * 2 * (sp.kw + 1) * (K + 2) + P >= MAX_ADDS or sp.terms >= 1 << 29:
         raise ValueError("native backend: step too large for the int64 accumulator bound")
-    block = max(1, BLOCK_LIMBS // (sp.m_out * P))
-    emax = e + sp.a
-    parts = []
-    maxlen, minval = 1, 1 << 62
-    for t0 in range(0, T, block):
-        t1 = min(T, t0 + block)
-        Y, ln, mv = k.step_block(H, t0, t1, sp.row_ptr, sp.mag_ptr, sp.mags, sp.term_ptr, sp.term_j, sp.term_sgn,
-                                 bias_ptr, bias_limbs, sp.relu, P)
-        if T > block:  # keep the block trimmed to its own length (the shift waits for all blocks)
-            Yt = np.empty((Y.shape[0], t1 - t0, ln), dtype=np.int64)
-            k.finish_block(Y, Yt, 0, 0)
-            Y = Yt
-        parts.append((t0, Y))
-        maxlen, minval = max(maxlen, ln), min(minval, mv)
-    v = min(emax, minval)
-    K2 = max(1, maxlen - v // S)
-    if v // S >= maxlen:  # only zeros (or a shift past every limb): value 0
-        v = min(v, (maxlen - 1) * S)
-        K2 = maxlen - v // S
-    Z = np.empty((sp.m_out, T, K2), dtype=np.int64)
-    for t0, Y in parts:
-        k.finish_block(Y, Z, t0, v)
-    return Z, emax - v
+    Y = np.empty((sp.m_out, P, T), dtype=np.int64)
+    Ylen = np.empty((sp.m_out, X.Ylen.shape[1]), dtype=np.int64)
+    emax = X.e + sp.a
+    maxlen, v = k.step_block(X.Y, X.Ylen, K, sp.list_ptr, sp.term_j, sp.term_sgn, sp.combo_ptr, sp.cm_list, sp.cm_sgn,
+                             sp.mag_ptr, sp.mags, sp.row_combo, bias_ptr, bias_limbs, sp.relu, Y, Ylen, emax,
+                             blk)
+    q = min(v, emax) // S
+    if maxlen == 0 or q >= maxlen:  # every entry is 0
+        return _Batch(Y[:, :1], np.zeros_like(Ylen), 0, 0)
+    if q:
+        Y = Y[:, q:]
+        np.subtract(Ylen, q, out=Ylen)
+        np.maximum(Ylen, 0, out=Ylen)  # an entry of at most q limbs is 0 (its valuation is >= 30·q)
+    return _Batch(Y, Ylen, maxlen - q, emax - q * S)
 
 
-def _to_scaled(H: np.ndarray, odd0: int, e: int) -> ScaledInts:
-    m, T, K = H.shape
-    ints = from_limbs(H.reshape(m * T, K))
-    return ScaledInts([ints[i * T:(i + 1) * T] for i in range(m)], odd0 << e).reduced()
+def _to_scaled(k, X: _Batch, odd0: int, blk: int) -> ScaledInts:
+    m, _, T = X.Y.shape
+    K = max(X.K, 1)
+    Z = np.empty((m, K, T), dtype=np.int64)
+    k.uniform(X.Y, X.Ylen, blk, Z)
+    ints = from_limbs(Z.transpose(0, 2, 1).reshape(m * T, K))
+    return ScaledInts([ints[i * T:(i + 1) * T] for i in range(m)], odd0 << X.e).reduced()
 
 
-def run_stack_native(steps: Sequence[AffineStep], X: ScaledInts, trace: bool = False) -> StackResult:
-    """Exact batched evaluation with compiled multi-limb integer steps (dyadic weights only)."""
+def run_stack_native(steps: Sequence[AffineStep], X: ScaledInts, trace: bool = False,
+                     token_block: Optional[int] = None) -> StackResult:
+    """Exact batched evaluation with compiled multi-limb integer steps (dyadic weights only).
+    ``token_block``: tokens per kernel block (default :data:`TOKEN_BLOCK`; tests use tiny
+    blocks so that one batch has blocks of different lengths)."""
     _check_shapes(steps, X.shape[0])
     m, T = X.shape
     if T == 0 or m == 0 or any(st.m_out == 0 or st.m_in == 0 for st in steps):
@@ -210,11 +275,14 @@ def run_stack_native(steps: Sequence[AffineStep], X: ScaledInts, trace: bool = F
     e = (den & -den).bit_length() - 1
     odd0 = den >> e
     L = to_limbs([int(x) for row in X.rows for x in row])
-    H = np.ascontiguousarray(L.reshape(m, T, L.shape[1]))
+    K = L.shape[1]
+    H = np.ascontiguousarray(L.reshape(m, T, K).transpose(0, 2, 1))  # token-major (m, K, T)
+    blk = int(token_block or TOKEN_BLOCK)
+    B = _Batch(H, np.full((m, -(-T // blk)), K, dtype=np.int64), K, e)
     tr = []
     for sp in plans:
-        H, e = _step(k, sp, H, odd0, e)
+        B = _step(k, sp, B, odd0, blk)
         if trace:
-            tr.append(_to_scaled(H, odd0, e))
-    out = tr[-1] if trace else _to_scaled(H, odd0, e)
+            tr.append(_to_scaled(k, B, odd0, blk))
+    out = tr[-1] if trace else _to_scaled(k, B, odd0, blk)
     return StackResult(out, tr, "native")

@@ -3,7 +3,8 @@
 Representation (*canonical form*): an integer v is K limbs ``L[0..K-1]`` with
 ``v = Σ_l L[l]·2^(30·l)``, the lower limbs ``0 <= L[l] < 2^30`` (l < K-1) and a signed top limb
 ``-2^30 <= L[K-1] < 2^30``. The sign of v is the sign of its top limb. A batch of m rows of T
-entries is an int64 array of shape (m, T, K) (the limbs of one entry are contiguous).
+entries is an int64 array of shape (m, K, T) (*token-major*: limb l of one row for all tokens
+is contiguous, so the loops over tokens vectorize).
 
 Why int64 never overflows
 -------------------------
@@ -89,137 +90,245 @@ def limbs_to_bytes(L, nb):
 # ----------------------------------------------------------------------------- one step
 
 
-@njit(cache=True, nogil=True)
-def step_block(X, t0, t1, row_ptr, mag_ptr, mags, term_ptr, term_j, term_sgn, bias_ptr, bias, relu, P):
-    """One exact step ``ρ(Σ_g M_g·(Σ_{j∈g} ±x_j) + bias)`` for the tokens t0..t1-1.
+@njit(cache=True, nogil=True, inline="always")
+def _normalize(a, i, n, nt):
+    """Carry-normalize a[i, 0..n-1, :nt] (every token column; the top limb n-1 stays signed)."""
+    for l in range(n - 1):
+        for t in range(nt):
+            c = a[i, l, t] >> S
+            a[i, l, t] -= c << S
+            a[i, l + 1, t] += c
 
-    X: canonical (m_in, T, K). Row r has the groups ``row_ptr[r]..row_ptr[r+1]``; group g has the
-    magnitude ``M_g`` (limbs ``mags[mag_ptr[g]:mag_ptr[g+1]]``, each in [0, 2^30)) and the signed
-    terms ``term_j/term_sgn[term_ptr[g]:term_ptr[g+1]]``. ``bias[bias_ptr[r]:bias_ptr[r+1]]``:
-    canonical limbs of row r's bias. Returns Y (m_out, t1-t0, P) normalized (lower limbs in
-    [0, 2^30), signed top), the largest trimmed length of an entry and the smallest 2-adic
-    valuation of a non-zero entry (INF if all are zero). P must exceed every entry's length.
+
+@njit(cache=True, nogil=True, inline="always")
+def _trim(a, i, n, nt):
+    """Merge top limbs that are sign extension in every token column (0 or -1) into the limb
+    below; returns the new length (>= 1). Values do not change. (``x ^ (x >> 63)`` is 0
+    exactly for x in {0, -1}: a branch-free test that vectorizes.)"""
+    while n > 1:
+        bad = np.int64(0)
+        for t in range(nt):
+            x = a[i, n - 1, t]
+            bad |= x ^ (x >> 63)
+        if bad != 0:
+            break
+        for t in range(nt):
+            a[i, n - 2, t] += a[i, n - 1, t] << S
+        n -= 1
+    return n
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _all_zero(a, i, nt):
+    o = np.int64(0)
+    for t in range(nt):
+        o |= a[i, 0, t]
+    return o == 0
+
+
+@njit(cache=True, nogil=True)
+def step_block(X, Xlen, K, list_ptr, term_j, term_sgn, combo_ptr, cm_list, cm_sgn, mag_ptr, mags, row_combo,
+               bias_ptr, bias, relu, Y, Ylen, vcap, B):
+    """One exact step ``ρ(Σ ±M·(Σ ±x_j) + bias)`` on all tokens, with shared work.
+
+    Token-major with per-block lengths: the tokens are cut in blocks of B; entry (j, t) of the
+    input is canonical in X[j, :Xlen[j, t // B], t] (a length 0 means the value 0), and K is the
+    largest length. Every inner loop runs over the tokens of one block and vectorizes.
+
+    *Lists* (``list_ptr``): the signed sums ``y = Σ ±x_j`` (terms ``term_j/term_sgn``) of the
+    rows' weight groups, each computed once (a single + term is read from X in place).
+    *Combos* (``combo_ptr``): linear parts ``Σ cm_sgn·M·y_{cm_list}`` (M the magnitude
+    ``mags[mag_ptr[e]:mag_ptr[e+1]]``, limbs in [0, 2^30)), each computed once; a list that is
+    zero on the whole block is skipped and lengths are trimmed per block. Row r is combo
+    ``row_combo[r]`` (-1: none) plus its bias (canonical limbs ``bias[bias_ptr[r]:bias_ptr[r+1]]``),
+    then ReLU if ``relu[r]``.
+
+    Writes the output the same way into Y (m_out, P, T) / Ylen (m_out, blocks) (P must exceed
+    every entry's un-trimmed length) and returns the largest length and min(vcap, the smallest
+    2-adic valuation of a non-zero output entry).
     """
-    m_in, T, K = X.shape
-    m_out = len(row_ptr) - 1
-    nt = t1 - t0
-    Y = np.empty((m_out, nt, P), np.int64)
-    acc = np.empty(P, np.int64)
-    y = np.empty(K + 1, np.int64)
-    maxlen = 1
-    minval = INF
-    for tt in range(nt):
-        t = t0 + tt
-        for r in range(m_out):
-            for l in range(P):
-                acc[l] = 0
-            b0 = bias_ptr[r]
-            for l in range(bias_ptr[r + 1] - b0):
-                acc[l] += bias[b0 + l]
-            for g in range(row_ptr[r], row_ptr[r + 1]):
-                for l in range(K + 1):
-                    y[l] = 0
-                for k in range(term_ptr[g], term_ptr[g + 1]):
-                    j = term_j[k]
-                    if term_sgn[k] > 0:
-                        for l in range(K):
-                            y[l] += X[j, t, l]
-                    else:
-                        for l in range(K):
-                            y[l] -= X[j, t, l]
-                for l in range(K):
-                    c = y[l] >> S
-                    y[l] -= c << S
-                    y[l + 1] += c
-                ly = K + 1
-                while ly > 1 and (y[ly - 1] == 0 or y[ly - 1] == -1):
-                    y[ly - 2] += y[ly - 1] << S
-                    ly -= 1
-                if ly == 1 and y[0] == 0:
+    T = X.shape[2]
+    m_out = len(row_combo)
+    P = Y.shape[1]
+    nl = len(list_ptr) - 1
+    nc = len(combo_ptr) - 1
+    nblocks = (T + B - 1) // B
+    ys = np.empty((nl, K + 1, B), np.int64)
+    ly = np.zeros(nl, np.int64)
+    direct = np.full(nl, -1, np.int64)
+    for li in range(nl):
+        if list_ptr[li + 1] - list_ptr[li] == 1 and term_sgn[list_ptr[li]] > 0:
+            direct[li] = term_j[list_ptr[li]]
+    comb = np.empty((nc, P + 1, B), np.int64)
+    clen = np.zeros(nc, np.int64)
+    acc = np.empty((1, P + 1, B), np.int64)
+    maxlen = 0
+    minval = vcap
+    for blk in range(nblocks):
+        b0 = blk * B
+        nt = min(B, T - b0)
+        for li in range(nl):  # the signed sums
+            if direct[li] >= 0:
+                ly[li] = Xlen[direct[li], blk]
+                continue
+            n = 0
+            for k in range(list_ptr[li], list_ptr[li + 1]):
+                n = max(n, Xlen[term_j[k], blk])
+            for l in range(n + 1):
+                for t in range(nt):
+                    ys[li, l, t] = 0
+            for k in range(list_ptr[li], list_ptr[li + 1]):
+                j = term_j[k]
+                nj = Xlen[j, blk]
+                if term_sgn[k] > 0:
+                    for l in range(nj):
+                        for t in range(nt):
+                            ys[li, l, t] += X[j, l, b0 + t]
+                else:
+                    for l in range(nj):
+                        for t in range(nt):
+                            ys[li, l, t] -= X[j, l, b0 + t]
+            _normalize(ys, li, n + 1, nt)
+            n = _trim(ys, li, n + 1, nt)
+            ly[li] = 0 if (n == 1 and _all_zero(ys, li, nt)) else n
+        for ci in range(nc):  # the linear parts
+            hi = 1
+            for e in range(combo_ptr[ci], combo_ptr[ci + 1]):
+                n = ly[cm_list[e]]
+                if n:
+                    h = mag_ptr[e + 1] - mag_ptr[e] + n + 1
+                    if h > hi:
+                        hi = h
+            for l in range(hi):
+                for t in range(nt):
+                    comb[ci, l, t] = 0
+            for e in range(combo_ptr[ci], combo_ptr[ci + 1]):
+                li = cm_list[e]
+                n = ly[li]
+                if n == 0:
                     continue
-                m0 = mag_ptr[g]
-                kw = mag_ptr[g + 1] - m0
+                sg = cm_sgn[e]
+                m0 = mag_ptr[e]
+                kw = mag_ptr[e + 1] - m0
+                j = direct[li]
                 if kw == 1 and mags[m0] == 1:
-                    for l in range(ly):
-                        acc[l] += y[l]
+                    for l in range(n):
+                        if j >= 0:
+                            for t in range(nt):
+                                comb[ci, l, t] += sg * X[j, l, b0 + t]
+                        else:
+                            for t in range(nt):
+                                comb[ci, l, t] += sg * ys[li, l, t]
                     continue
                 for i in range(kw):
-                    w = mags[m0 + i]
+                    w = mags[m0 + i] * sg
                     if w == 0:
                         continue
-                    for l in range(ly):
-                        prod = w * y[l]
-                        acc[i + l] += prod & MASK
-                        acc[i + l + 1] += prod >> S
-            for l in range(P - 1):
-                c = acc[l] >> S
-                acc[l] -= c << S
-                acc[l + 1] += c
-            if relu[r] and acc[P - 1] < 0:
-                for l in range(P):
-                    Y[r, tt, l] = 0
-                continue
-            for l in range(P):
-                Y[r, tt, l] = acc[l]
-            # trimmed length (merged sign-extension limbs) and 2-adic valuation
-            ln = P
-            top = acc[P - 1]
-            while ln > 1 and (top == 0 or top == -1):
-                top = acc[ln - 2] + (top << S)
-                ln -= 1
-            if ln > maxlen:
-                maxlen = ln
-            if minval > 0:
-                for l in range(ln):
-                    x = acc[l] if l < ln - 1 else top
+                    for l in range(n):
+                        if j >= 0:
+                            for t in range(nt):
+                                prod = w * X[j, l, b0 + t]
+                                comb[ci, i + l, t] += prod & MASK
+                                comb[ci, i + l + 1, t] += prod >> S
+                        else:
+                            for t in range(nt):
+                                prod = w * ys[li, l, t]
+                                comb[ci, i + l, t] += prod & MASK
+                                comb[ci, i + l + 1, t] += prod >> S
+            _normalize(comb, ci, hi, nt)
+            clen[ci] = _trim(comb, ci, hi, nt)
+        for r in range(m_out):
+            ci = row_combo[r]
+            q0 = bias_ptr[r]
+            nb = bias_ptr[r + 1] - q0
+            if nb == 0:  # the combo itself (already normalized and trimmed), ReLU on the way
+                if ci < 0:
+                    n = 1
+                    for t in range(nt):
+                        Y[r, 0, b0 + t] = 0
+                else:
+                    n = clen[ci]
+                    for l in range(n):
+                        if relu[r]:
+                            for t in range(nt):
+                                Y[r, l, b0 + t] = comb[ci, l, t] if comb[ci, n - 1, t] >= 0 else 0
+                        else:
+                            for t in range(nt):
+                                Y[r, l, b0 + t] = comb[ci, l, t]
+            else:
+                n = nb
+                if ci >= 0 and clen[ci] > n:
+                    n = clen[ci]
+                n += 1
+                for l in range(n):
+                    if ci >= 0 and l < clen[ci]:
+                        for t in range(nt):
+                            acc[0, l, t] = comb[ci, l, t]
+                    else:
+                        for t in range(nt):
+                            acc[0, l, t] = 0
+                for l in range(nb):
+                    bl = bias[q0 + l]
+                    if bl:
+                        for t in range(nt):
+                            acc[0, l, t] += bl
+                _normalize(acc, 0, n, nt)
+                if relu[r]:  # the top limb last: it decides for the limbs below
+                    for l in range(n - 2, -1, -1):
+                        for t in range(nt):
+                            acc[0, l, t] = acc[0, l, t] if acc[0, n - 1, t] >= 0 else 0
+                    for t in range(nt):
+                        acc[0, n - 1, t] = max(acc[0, n - 1, t], 0)
+                n = _trim(acc, 0, n, nt)
+                for l in range(n):
+                    for t in range(nt):
+                        Y[r, l, b0 + t] = acc[0, l, t]
+            Ylen[r, blk] = n
+            if n > maxlen:
+                maxlen = n
+            if minval > 0:  # 2-adic valuation of the block: of the OR of its entries, limb by limb
+                for l in range(n):
+                    if l * S >= minval:
+                        break
+                    x = np.int64(0)
+                    for t in range(nt):
+                        x |= Y[r, l, b0 + t]
                     if x != 0:
-                        tz = 0
-                        while (x & 1) == 0:
+                        tz = l * S
+                        while (x & 1) == 0 and tz < minval:
                             x >>= 1
                             tz += 1
-                        v = l * S + tz
-                        if v < minval:
-                            minval = v
+                        if tz < minval:
+                            minval = tz
                         break
-    return Y, maxlen, minval
+    return maxlen, minval
 
 
 @njit(cache=True, nogil=True)
-def finish_block(Y, Z, t0, v):
-    """Entries of Y (m, nt, P), normalized, each of length <= Kc (the limbs Z needs before the
-    shift), divided by 2^v (exact: v <= every entry's valuation) into Z[:, t0:t0+nt, :], canonical
-    with Z.shape[2] limbs; ``Kc = Z.shape[2] + v // 30``."""
-    m, nt, P = Y.shape
-    K2 = Z.shape[2]
-    q = v // S
-    rr = v - q * S
-    Kc = K2 + q
-    a = np.empty(max(Kc, P), np.int64)
+def uniform(Y, Ylen, B, Z):
+    """Entries in the per-block form of :func:`step_block` (Y, Ylen) -> Z (m, K, T), every
+    entry canonical in exactly K = Z.shape[1] limbs (K >= every length; sign extension)."""
+    m, P, T = Y.shape
+    K = Z.shape[1]
     for r in range(m):
-        for tt in range(nt):
-            if Kc <= P:  # merge the sign-extension limbs down to Kc
-                top = Y[r, tt, P - 1]
-                for ln in range(P, Kc, -1):
-                    top = Y[r, tt, ln - 2] + (top << S)
-                for l in range(Kc - 1):
-                    a[l] = Y[r, tt, l]
-                a[Kc - 1] = top
-            else:  # sign-extend up to Kc
-                for l in range(P - 1):
-                    a[l] = Y[r, tt, l]
-                c = Y[r, tt, P - 1]
-                for l in range(P - 1, Kc - 1):
-                    a[l] = c & MASK
+        for blk in range(Ylen.shape[1]):
+            b0 = blk * B
+            nt = min(B, T - b0)
+            n = Ylen[r, blk]
+            for l in range(n - 1):
+                for t in range(nt):
+                    Z[r, l, b0 + t] = Y[r, l, b0 + t]
+            if n == 0:
+                for l in range(K):
+                    for t in range(nt):
+                        Z[r, l, b0 + t] = 0
+                continue
+            for t in range(nt):
+                c = Y[r, n - 1, b0 + t]
+                for l in range(n - 1, K - 1):
+                    Z[r, l, b0 + t] = c & MASK
                     c >>= S
-                a[Kc - 1] = c
-            t = t0 + tt
-            if rr == 0:
-                for i in range(K2):
-                    Z[r, t, i] = a[i + q]
-            else:
-                for i in range(K2 - 1):
-                    Z[r, t, i] = (a[i + q] >> rr) | ((a[i + q + 1] << (S - rr)) & MASK)
-                Z[r, t, K2 - 1] = a[Kc - 1] >> rr
+                Z[r, K - 1, b0 + t] = c
 
 
 # ----------------------------------------------------------------------------- de-duplication

@@ -1,0 +1,220 @@
+"""The compiled (numba) exact kernels against the references.
+
+* conversions Python int <-> base-2^30 limbs on values at and around every limb boundary and
+  past 64 and 128 bits, negative, zero;
+* the ``"native"`` stack backend against the Fraction reference and python-flint on random
+  stacks (hypothesis): big, negative, zero and dyadic weights, ReLU masks, inputs with large
+  numerators and non-dyadic denominators, token blocks forced small so that every batch is cut
+  in several blocks with different lengths; carry chains; traces; deep stacks;
+* fallback: without numba (``EXACTMEM_NO_NUMBA=1``, or numba not importable) nothing is
+  registered and ``auto`` still gives the same exact values;
+* the hash de-duplication kernel against ``np.unique``.
+"""
+
+import os
+import subprocess
+import sys
+from fractions import Fraction as F
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from exactmem import native
+from exactmem.model.affine_stack import AffineStep, ScaledInts, run_stack, run_stack_flint, run_stack_fraction
+
+pytestmark = pytest.mark.skipif(native.kernels() is None, reason="numba is not installed")
+
+if native.kernels() is not None:
+    from exactmem.model.native import from_limbs, run_stack_native, to_limbs
+
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EDGES = [0, 1, -1, 2, -2]
+for k in (29, 30, 31, 32, 59, 60, 61, 62, 63, 64, 65, 89, 90, 91, 120, 127, 128, 129, 150, 200, 256, 300):
+    EDGES += [2**k, -(2**k), 2**k - 1, -(2**k) + 1, 2**k + 1, -(2**k) - 1]
+
+ints = st.one_of(st.sampled_from(EDGES), st.integers(-2**64, 2**64), st.integers(-2**200, 2**200),
+                 st.integers(-8, 8))
+
+
+def values(res):
+    return res.out.to_fractions()
+
+
+@given(st.lists(ints, min_size=1, max_size=40))
+@settings(max_examples=300, deadline=None)
+def test_limb_conversions_round_trip(vals):
+    L = to_limbs(vals)
+    assert L.dtype == np.int64
+    K = L.shape[1]
+    # canonical: lower limbs in [0, 2^30), signed top within [-2^30, 2^30), value preserved
+    assert ((L[:, :K - 1] >= 0) & (L[:, :K - 1] < 2**30)).all()
+    assert ((L[:, K - 1] >= -2**30) & (L[:, K - 1] < 2**30)).all()
+    assert [sum(int(x) << (30 * i) for i, x in enumerate(row)) for row in L.tolist()] == vals
+    assert from_limbs(L) == vals
+
+
+def test_limb_conversions_at_every_boundary():
+    L = to_limbs(EDGES)
+    assert from_limbs(L) == EDGES
+    # wider than needed (sign extension by the kernel's uniform form) reads back the same
+    m = len(EDGES)
+    Y = np.ascontiguousarray(L.T.reshape(1, L.shape[1], m))
+    Z = np.empty((1, L.shape[1] + 3, m), dtype=np.int64)
+    native.kernels().uniform(Y, np.full((1, -(-m // 4)), L.shape[1], dtype=np.int64), 4, Z)
+    assert from_limbs(Z[0].T) == EDGES
+
+
+# ----------------------------------------------------------------------------- the stack backend
+
+numerators = st.one_of(st.integers(-8, 8), st.sampled_from(EDGES), st.integers(-2**64, 2**64),
+                       st.integers(-2**230, 2**230))
+dyadics = st.builds(lambda n, k: F(n, 2**k), numerators, st.integers(0, 40))
+weights = st.one_of(st.just(F(0)), st.just(F(0)), st.just(F(1)), st.just(F(-1)), dyadics,
+                    st.sampled_from([F(2**200 - 1), F(-(2**200 - 1)), F(2**31), F(1, 2**31)]))
+
+
+@st.composite
+def stacks(draw, max_depth=4, max_width=5, max_T=11):
+    depth = draw(st.integers(1, max_depth))
+    widths = [draw(st.integers(1, max_width)) for _ in range(depth + 1)]
+    steps = []
+    for i in range(depth):
+        mi, mo = widths[i], widths[i + 1]
+        W = [[draw(weights) for _ in range(mi)] for _ in range(mo)]
+        if mo > 1 and draw(st.booleans()):  # rows that differ only by their bias (shared combos)
+            W[1] = W[0]
+        b = [draw(weights) for _ in range(mo)]
+        relu = [draw(st.booleans()) for _ in range(mo)]
+        steps.append(AffineStep.make(W, b, relu))
+    T = draw(st.integers(1, max_T))
+    rows = [[draw(st.one_of(numerators, st.integers(-2**320, 2**320))) for _ in range(T)] for _ in range(widths[0])]
+    den = draw(st.sampled_from([1, 1, 2, 8, 2**70, 3, 12, 5 * 2**9, 2**31 * 7]))
+    return steps, ScaledInts(rows, den)
+
+
+@SETTINGS
+@given(stacks(), st.sampled_from([1, 2, 3, 128]))
+def test_native_equals_fraction_and_flint(case, block):
+    steps, X = case
+    ref = values(run_stack_fraction(steps, X))
+    got = run_stack_native(steps, X, token_block=block)
+    assert got.backend == "native"
+    assert values(got) == ref
+    assert got.out == got.out.reduced()
+    assert values(run_stack_flint(steps, X)) == ref
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stacks(max_depth=5), st.sampled_from([1, 4]))
+def test_native_trace_equals_fraction_trace(case, block):
+    steps, X = case
+    ref = run_stack_fraction(steps, X, trace=True)
+    got = run_stack_native(steps, X, trace=True, token_block=block)
+    assert [t.to_fractions() for t in got.trace] == [t.to_fractions() for t in ref.trace]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_deep_random_stacks_with_many_blocks(seed):
+    """Many steps on many tokens, blocks of 7 tokens: per-block lengths differ and change;
+    denominators grow by up to 2^40 per step and are reduced exactly."""
+    rnd = random.Random(seed)
+    m, T = 4, 50
+    steps = []
+    for _ in range(30):
+        W = [[F(rnd.choice([0, 1, -1, rnd.randint(-2**70, 2**70)]), 2 ** rnd.randint(0, 40)) for _ in range(m)]
+             for _ in range(m)]
+        b = [F(rnd.randint(-2**100, 2**100), 2 ** rnd.randint(0, 40)) for _ in range(m)]
+        steps.append(AffineStep.make(W, b, [rnd.random() < 0.6 for _ in range(m)]))
+    X = ScaledInts([[rnd.choice([0, rnd.randint(-2**90, 2**90)]) for _ in range(T)] for _ in range(m)], 3)
+    assert values(run_stack_native(steps, X, token_block=7)) == values(run_stack_flint(steps, X))
+
+
+@pytest.mark.parametrize("bits", [29, 30, 31, 60, 61, 90, 200])
+def test_carry_chain_and_exact_zero(bits):
+    """2^k − 1 + 1 ripples a carry through every limb; x − x is exactly 0 under ReLU; a
+    rotation gadget 2U − (2^k − 1)(t1 − t2) keeps k-bit words exact over many steps."""
+    xs = [2**bits - 1, -(2**bits), 2**bits, 0, -1, 1 - 2**bits]
+    X = ScaledInts([xs, [1] * len(xs)], 1)
+    steps = [AffineStep.make([[1, 1], [1, -1], [-1, 1]], [0, 2**bits, -(2**bits)], [False, True, True]),
+             AffineStep.make([[1, 0, 0], [1, 0, 0], [0, 1, -1]], [-1, 1, 0], [True, False, True])]
+    assert values(run_stack_native(steps, X)) == values(run_stack_fraction(steps, X))
+    big, half = 2**bits - 1, 2 ** (bits - 1)
+    gadget = AffineStep.make([[2, -big, big], [2, -big, big], [2, -big, big]], [0, 1 - half, -half],
+                             [False, True, True])
+    first = AffineStep.make([[1, 0, 0], [1, 0, 0], [1, 0, 0]], [0, 1 - half, -half], [False, True, True])
+    rnd = random.Random(bits)
+    U = ScaledInts([[rnd.getrandbits(bits) for _ in range(9)], [0] * 9, [0] * 9], 1)
+    stack = [first] + [gadget] * 3 * bits
+    assert values(run_stack_native(stack, U)) == values(run_stack_flint(stack, U))
+
+
+def test_auto_prefers_native_and_explicit_backends_agree():
+    X = ScaledInts([[1, 2, 3], [4, -5, 6]], 1)
+    dyadic = [AffineStep.make([[F(1, 2), 2**200], [-1, F(3, 1024)]], [F(1, 4), -(2**199)], [True, False])]
+    r = run_stack(dyadic, X, backend="auto")
+    assert r.backend == "native"
+    assert values(r) == values(run_stack(dyadic, X, backend="limbs")) == values(run_stack_fraction(dyadic, X))
+    thirds = [AffineStep.make([[F(1, 3), 1], [0, 1]], [0, F(1, 2)], True)]
+    assert run_stack(thirds, X, backend="auto").backend == "flint"
+    with pytest.raises(ValueError):
+        run_stack_native(thirds, X)
+
+
+def test_edge_shapes():
+    assert values(run_stack_native([], ScaledInts([[1, 2]], 4))) == [[F(1, 4), F(1, 2)]]
+    st1 = AffineStep.make([[1]], [F(-5, 2)], True)
+    assert values(run_stack_native([st1], ScaledInts([[1, 2, 3, 4]], 1))) == [[0, 0, F(1, 2), F(3, 2)]]
+    zero = AffineStep.make([[0, 0]], [0], False)
+    assert values(run_stack_native([zero], ScaledInts([[5], [7]], 2))) == [[0]]
+
+
+# ----------------------------------------------------------------------------- fallback
+
+FALLBACK = """
+import sys
+{block}
+from fractions import Fraction as F
+from exactmem.model.affine_stack import BACKENDS, AffineStep, ScaledInts, run_stack, run_stack_fraction
+from exactmem import native
+assert native.kernels() is None
+assert "native" not in BACKENDS, sorted(BACKENDS)
+steps = [AffineStep.make([[F(1, 2), 2**200], [-1, F(3, 1024)]], [F(1, 4), -(2**199)], [True, False])]
+X = ScaledInts([[1, 2, 3], [4, -5, 6]], 1)
+r = run_stack(steps, X)
+assert r.backend == "limbs", r.backend
+assert r.out.to_fractions() == run_stack_fraction(steps, X).out.to_fractions()
+print("fallback ok")
+"""
+
+
+@pytest.mark.parametrize("how", ["env", "missing"])
+def test_falls_back_without_numba(how):
+    env = dict(os.environ)
+    block = ""
+    if how == "env":
+        env["EXACTMEM_NO_NUMBA"] = "1"
+    else:
+        block = "sys.modules['numba'] = None  # as if numba were not installed"
+    r = subprocess.run([sys.executable, "-c", FALLBACK.format(block=block)], capture_output=True, text=True,
+                       env=env, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "fallback ok" in r.stdout
+
+
+# ----------------------------------------------------------------------------- de-duplication
+
+
+@given(st.integers(1, 4), st.lists(st.integers(-3, 3), min_size=1, max_size=200), st.booleans())
+@settings(max_examples=150, deadline=None)
+def test_first_index_rows_equals_unique(width, flat, big):
+    n = max(1, len(flat) // width)
+    A = np.array((flat * width)[:n * width], dtype=np.int64).reshape(n, width)
+    if big:
+        A = A * (2**62 // 4) + np.int64(-2**63 + 7) * (A == 3)
+    inv, first = native.kernels().first_index_rows(A)
+    # classes in order of first occurrence; equal rows <=> equal classes
+    assert (first == np.sort(first)).all()
+    assert (A[first][inv] == A).all()
+    assert len(first) == len(np.unique(A, axis=0))
