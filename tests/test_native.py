@@ -162,6 +162,19 @@ def test_auto_prefers_native_and_explicit_backends_agree():
         run_stack_native(thirds, X)
 
 
+def test_a_top_limb_of_minus_two_to_the_30_is_not_a_zero():
+    """-2^30 / 2^49 (found by hypothesis): one limb whose top is -2^30 has valuation 30; the whole
+    limb dropped by the 2-adic reduction must not be mistaken for a zero entry."""
+    steps = [AffineStep.make([[0], [0]], [0, 0], False), AffineStep.make([[0, 0], [0, 0]], [F(1, 2**18), 0], False),
+             AffineStep.make([[0, F(1, 2**31)], [0, 0], [0, 0]], [0, 0, F(-1, 2**19)], False)]
+    X = ScaledInts([[0]], 1)
+    assert values(run_stack_native(steps, X, token_block=1)) == [[0], [0], [F(-1, 2**19)]]
+    for n in (1, 2, 5):
+        st1 = AffineStep.make([[F(1, 2**(30 * n))]], [F(-1, 2**(30 * n))], False)
+        assert values(run_stack_native([st1], ScaledInts([[0, 1, 2]], 1))) == \
+            values(run_stack_fraction([st1], ScaledInts([[0, 1, 2]], 1)))
+
+
 def test_edge_shapes():
     assert values(run_stack_native([], ScaledInts([[1, 2]], 4))) == [[F(1, 4), F(1, 2)]]
     st1 = AffineStep.make([[1]], [F(-5, 2)], True)

@@ -2,7 +2,8 @@
 
 Representation (*canonical form*): an integer v is K limbs ``L[0..K-1]`` with
 ``v = Σ_l L[l]·2^(30·l)``, the lower limbs ``0 <= L[l] < 2^30`` (l < K-1) and a signed top limb
-``-2^30 <= L[K-1] < 2^30``. The sign of v is the sign of its top limb. A batch of m rows of T
+``-2^30 <= L[K-1] < 2^30`` (-2^30 only before trimming: a trimmed entry of K limbs has
+``|v| < 2^(30·K)``). The sign of v is the sign of its top limb. A batch of m rows of T
 entries is an int64 array of shape (m, K, T) (*token-major*: limb l of one row for all tokens
 is contiguous, so the loops over tokens vectorize).
 
@@ -103,13 +104,15 @@ def _normalize(a, i, n, nt):
 @njit(cache=True, nogil=True, inline="always")
 def _trim(a, i, n, nt):
     """Merge top limbs that are sign extension in every token column (0 or -1) into the limb
-    below; returns the new length (>= 1). Values do not change. (``x ^ (x >> 63)`` is 0
-    exactly for x in {0, -1}: a branch-free test that vectorizes.)"""
+    below; returns the new length (>= 1). Values do not change. A -1 is not merged onto a 0
+    (that would make the top -2^30): a trimmed entry of n limbs is below 2^(30·n) in magnitude,
+    strictly. (``x ^ (x >> 63)`` is 0 exactly for x in {0, -1}, and for a lower limb y,
+    ``(y - 1) >> 63`` is -1 exactly when y = 0: branch-free tests that vectorize.)"""
     while n > 1:
         bad = np.int64(0)
         for t in range(nt):
             x = a[i, n - 1, t]
-            bad |= x ^ (x >> 63)
+            bad |= (x ^ (x >> 63)) | ((x >> 63) & ((a[i, n - 2, t] - 1) >> 63))
         if bad != 0:
             break
         for t in range(nt):
