@@ -62,7 +62,8 @@ def test_limb_conversions_at_every_boundary():
     m = len(EDGES)
     Y = np.ascontiguousarray(L.T.reshape(1, L.shape[1], m))
     Z = np.empty((1, L.shape[1] + 3, m), dtype=np.int64)
-    native.kernels().uniform(Y, np.full((1, -(-m // 4)), L.shape[1], dtype=np.int64), 4, Z)
+    native.kernels().uniform(Y, np.full((1, -(-m // 4)), L.shape[1], dtype=np.int64), 4, Z,
+                             np.array([L.shape[1] + 3]))
     assert from_limbs(Z[0].T) == EDGES
 
 
@@ -231,3 +232,33 @@ def test_first_index_rows_equals_unique(width, flat, big):
     assert (first == np.sort(first)).all()
     assert (A[first][inv] == A).all()
     assert len(first) == len(np.unique(A, axis=0))
+
+
+# ----------------------------------------------------------------------------- compress registers
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("min_values", [1, 32])
+def test_compress_with_limb_registers_equals_fraction(seed, min_values, monkeypatch):
+    """The ``compress`` engine keeps rows past int64 as compiled limb arrays (on at least
+    NATIVE_MIN_VALUES distinct values): random integer and dyadic stacks on repeated columns
+    (few distinct values per register), values past 64 and 128 bits, negative, zero, ReLU."""
+    from exactmem.model import compress
+
+    monkeypatch.setattr(compress, "NATIVE_MIN_VALUES", min_values)
+    rnd = random.Random(seed)
+    m, T = 5, 90
+    cols = [[rnd.choice([0, 1, -1, rnd.randint(-2**70, 2**70), rnd.randint(-2**140, 2**140)]) for _ in range(m)]
+            for _ in range(12)]
+    X = ScaledInts([[cols[rnd.randrange(12)][i] for _ in range(T)] for i in range(m)], rnd.choice([1, 4, 3]))
+    steps = []
+    for _ in range(12):
+        W = [[rnd.choice([0, 0, 1, -1, 2, rnd.randint(-2**40, 2**40), F(rnd.randint(-2**80, 2**80), 8)])
+              for _ in range(m)] for _ in range(m)]
+        b = [rnd.choice([0, rnd.randint(-2**90, 2**90), F(1, 2)]) for _ in range(m)]
+        steps.append(AffineStep.make(W, b, [rnd.random() < 0.5 for _ in range(m)]))
+    ref = values(run_stack_fraction(steps, X, trace=True))
+    got = run_stack(steps, X, backend="compress", trace=True)
+    assert values(got) == ref
+    assert [t.to_fractions() for t in got.trace] == \
+        [t.to_fractions() for t in run_stack_fraction(steps, X, trace=True).trace]

@@ -75,6 +75,7 @@ from .facts import DataFacts
 from .evaluate import common_divisor
 from .linear import Affine, Attention, Embed, FeedForward, Lin
 from .limits import LimitExceeded
+from ..native import first_index_rows
 
 __all__ = ["check_certificate_fast", "check_examples_fast", "chunk_groups", "fast_supported", "merged_chunks"]
 
@@ -134,13 +135,25 @@ def _merge(ixs: List[_Index], T: int) -> Tuple[_Index, List[Optional[np.ndarray]
     span = ixs[0].k
     for ix in ixs[1:]:
         if span * ix.k >= INT64_SAFE:  # compress first so the combined key fits in int64
-            _, key = np.unique(key, return_inverse=True)
-            key = key.reshape(-1).astype(np.int64)
+            _, key = _unique(key)
             span = int(key.max()) + 1 if len(key) else 1
         key = key * ix.k + ix.map
         span *= ix.k
-    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    return _Index(inv.reshape(-1).astype(np.int64), len(first)), [ix.map[first] for ix in ixs]
+    first, inv = _unique(key)
+    return _Index(inv, len(first)), [ix.map[first] for ix in ixs]
+
+
+def _unique(a: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(first row of each class, class of each row) of the equal rows of an int64 array (n,) or
+    (n, w): a compiled hash table (``exactmem.native``, classes in order of first occurrence)
+    when numba is installed, else ``np.unique`` (sorted classes). Only which equal values are
+    computed once depends on it, never a value."""
+    got = first_index_rows(a)
+    if got is not None:
+        inv, first = got
+        return first, inv
+    _, first, inv = np.unique(a, axis=0 if a.ndim == 2 else None, return_index=True, return_inverse=True)
+    return first, inv.reshape(-1).astype(np.int64)
 
 
 def _dedup(vals: List[np.ndarray], ix: _Index) -> Tuple[List[np.ndarray], _Index]:
@@ -149,13 +162,8 @@ def _dedup(vals: List[np.ndarray], ix: _Index) -> Tuple[List[np.ndarray], _Index
     if k <= 1:
         return vals, ix
     if all(v.dtype == np.int64 for v in vals):
-        if len(vals) == 1:
-            uniq, inv = np.unique(vals[0], return_inverse=True)
-            cols = [uniq]
-        else:
-            uniq, inv = np.unique(np.stack(vals, axis=1), axis=0, return_inverse=True)
-            cols = [np.ascontiguousarray(uniq[:, i]) for i in range(len(vals))]
-        inv = inv.reshape(-1)
+        first, inv = _unique(vals[0] if len(vals) == 1 else np.stack(vals, axis=1))
+        cols = [v[first] for v in vals]
     else:
         # dict.setdefault(key, position) gives each column the position of its first equal
         # column, in C; np.unique of those positions numbers the classes in order

@@ -8,14 +8,17 @@ engines do, multiplies the big-integer work by the number of tokens; this engine
 per distinct value.
 
 State: for each row, a NumPy array of distinct numerators (``int64`` when every value is
-provably below 2^62 in magnitude, otherwise Python ints in an object array) and a *class
+provably below 2^62 in magnitude; past that, on at least ``NATIVE_MIN_VALUES`` values and with
+numba installed, a compiled limb array — base-2^30 limbs, ``exactmem/native/rows.py`` — computed
+by :func:`exactmem.native.rows.lincomb`; otherwise Python ints in an object array) and a *class
 map* token → position in that array (shared by the rows computed together; ``None`` means
 one value per token). A step ``H ↦ ρ(W H + b)`` in integer form ``(D·W, D·b)``:
 
 * a row that copies one input row with weight 1 (D = 1, no bias, ReLU of a non-negative
   row) keeps the input's arrays — no work;
 * the other rows are grouped by the set of class maps they read; each group's class maps
-  are combined (distinct tuples of classes, ``np.unique``), the rows are computed on the
+  are combined (distinct tuples of classes: a compiled hash table, or ``np.unique`` without
+  numba), the rows are computed on the
   combined classes and, when classes may have merged (several maps combined, or fewer
   outputs than inputs), equal columns are collapsed again.
 
@@ -34,9 +37,13 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..native import first_index_rows, kernels
+from ..native.rows import ints_of, lincomb
 from .affine_stack import BACKENDS, AffineStep, ScaledInts, StackResult
 
 LIMIT = 1 << 62
+NATIVE_MIN_VALUES = 32  # rows past int64 on at least this many values use the compiled limb kernels
+COMPILED = kernels() is not None
 
 
 class _Classes:
@@ -49,9 +56,17 @@ class _Classes:
 
 
 class _Reg:
+    """A register: values ``v`` per class (int64 below 2^62, object Python ints, or a compiled
+    limb array (K, n): see ``exactmem/native/rows.py``), ``mag`` a bound on |value| (exact for
+    int64/object, ``2^(30·K)`` for limbs), ``pos``: every value >= 0."""
+
     __slots__ = ("v", "cls", "mag", "pos")
 
     def __init__(self, v: np.ndarray, cls: _Classes):
+        if v.ndim == 2:  # limbs: the sign is the top limb's; |value| < 2^(30·K)
+            self.v, self.cls = v, cls
+            self.mag, self.pos = 1 << (30 * v.shape[0]), bool((v[-1] >= 0).all())
+            return
         if v.dtype != np.int64 and len(v):
             lo, hi = int(np.min(v)), int(np.max(v))
             if -LIMIT < lo and hi < LIMIT:
@@ -74,26 +89,44 @@ def _align(maps: List[_Classes]) -> Tuple[_Classes, List[Optional[np.ndarray]]]:
     size = 1
     for c in maps:
         if size * c.n >= LIMIT:
-            _, code = np.unique(code, return_inverse=True)
-            code = code.reshape(-1).astype(np.int64)
+            _, code = _unique(code)
             size = int(code.max()) + 1
         code = code * c.n + c.arr
         size *= c.n
-    _, rep, inv = np.unique(code, return_index=True, return_inverse=True)
-    return _Classes(inv.reshape(-1).astype(np.int64), len(rep)), [c.arr[rep] for c in maps]
+    rep, inv = _unique(code)
+    return _Classes(inv, len(rep)), [c.arr[rep] for c in maps]
+
+
+def _unique(a: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(first row of each class, class of each row) of the equal rows of an int64 array (n,) or
+    (n, w): the compiled hash kernel (classes in order of first occurrence) or ``np.unique``
+    (sorted classes); which equal rows are merged is the same either way."""
+    got = first_index_rows(a)
+    if got is not None:
+        inv, first = got
+        return first, inv
+    _, first, inv = np.unique(a, axis=0 if a.ndim == 2 else None, return_index=True, return_inverse=True)
+    return first, inv.reshape(-1).astype(np.int64)
 
 
 def _collapse(vs: List[np.ndarray], cls: _Classes) -> Tuple[List[np.ndarray], _Classes]:
     """Merge classes whose values agree in every row of the group."""
-    n = len(vs[0])
+    n = _count(vs[0])
     if n < 2:
         return vs, cls
+    if any(v.ndim == 2 for v in vs):
+        if any(v.dtype == object for v in vs):
+            vs = [np.array(ints_of(v), dtype=object) if v.ndim == 2 else v for v in vs]
+        else:  # int64 and limb arrays: one int64 column per value / per limb (canonical, so unique)
+            first, inv = _unique(np.concatenate([v.reshape(-1, n) for v in vs], axis=0).T)
+            if len(first) == n:
+                return vs, cls
+            new = inv if cls.arr is None else inv[cls.arr]
+            return [_take(v, first) for v in vs], _Classes(new, len(first))
     if all(v.dtype == np.int64 for v in vs):  # vectorised: rows of small integers
-        stacked = np.stack(vs, axis=1)
-        _, first, inv = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
+        first, inv = _unique(np.stack(vs, axis=1))
         if len(first) == n:
             return vs, cls
-        inv = inv.reshape(-1).astype(np.int64)
         new = inv if cls.arr is None else inv[cls.arr]
         return [v[first] for v in vs], _Classes(new, len(first))
     first, inv = first_occurrences(vs[0].tolist() if len(vs) == 1 else zip(*(v.tolist() for v in vs)), n)
@@ -115,10 +148,29 @@ def first_occurrences(keys, n: int) -> Tuple[np.ndarray, np.ndarray]:
     return first, inv.reshape(-1).astype(np.int64)
 
 
+def _count(v: np.ndarray) -> int:
+    return v.shape[-1]
+
+
+def _take(v: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Values of the classes ``idx`` (limb arrays: columns)."""
+    return v[:, idx] if v.ndim == 2 else v[idx]
+
+
+def _small(terms: List[Tuple[int, int]], bias: int, regs: List[_Reg]) -> bool:
+    """Every partial sum of the row provably fits in int64 (and no input is a limb array)."""
+    live = [(j, a) for j, a in terms if regs[j].mag]
+    return (all(regs[j].v.ndim == 1 for j, _ in live)
+            and abs(bias) + sum(abs(a) * regs[j].mag for j, a in live) < LIMIT)
+
+
 def _row(terms: List[Tuple[int, int]], bias: int, picked: Dict[int, np.ndarray], regs: List[_Reg], n: int,
          relu: bool) -> np.ndarray:
     live = [(j, a) for j, a in terms if regs[j].mag]
-    small = abs(bias) + sum(abs(a) * regs[j].mag for j, a in live) < LIMIT
+    small = _small(terms, bias, regs)
+    if not small:
+        picked = {j: (np.array(ints_of(picked[j]), dtype=object) if picked[j].ndim == 2 else picked[j])
+                  for j, _ in live}
     out = np.full(n, bias, dtype=np.int64 if small else object)
     for a, xs in _by_magnitude(live, picked, small):
         out = out + (xs if a == 1 else xs * a)
@@ -173,8 +225,20 @@ def _apply(st: AffineStep, regs: List[_Reg], den: int, T: int) -> Tuple[List[_Re
         picked = {}
         for j in inputs:
             p = picks[where[id(regs[j].cls)]]
-            picked[j] = regs[j].v if p is None else regs[j].v[p]
-        value = {i: _row(rows[i][0], rows[i][1], picked, regs, common.n, st.relu_rows[i]) for i in members}
+            picked[j] = regs[j].v if p is None else _take(regs[j].v, p)
+        value = {}
+        wide = []
+        for i in members:
+            if common.n >= NATIVE_MIN_VALUES and COMPILED and not _small(rows[i][0], rows[i][1], regs):
+                wide.append(i)
+            else:
+                value[i] = _row(rows[i][0], rows[i][1], picked, regs, common.n, st.relu_rows[i])
+        if wide:  # rows past int64 on many values: compiled limb arithmetic (exactmem/native)
+            ins = sorted({j for i in wide for j, _ in rows[i][0]})
+            at = {j: k for k, j in enumerate(ins)}
+            got = lincomb([picked[j] for j in ins], [[(at[j], a) for j, a in rows[i][0]] for i in wide],
+                          [rows[i][1] for i in wide], [st.relu_rows[i] for i in wide], common.n)
+            value.update(zip(wide, got))
         # rows reading the same inputs stay together; such a subgroup may have fewer distinct
         # columns than the combined classes (it merged maps, or it contracts its inputs)
         subgroups: Dict[frozenset, List[int]] = {}
@@ -192,14 +256,15 @@ def _apply(st: AffineStep, regs: List[_Reg], den: int, T: int) -> Tuple[List[_Re
 def _shrink(regs: List[_Reg], den: int) -> Tuple[List[_Reg], int]:
     g = den
     for r in {id(r): r for r in regs}.values():
-        for x in r.v.tolist():
-            g = gcd(g, int(x))
+        for x in ints_of(r.v):
+            g = gcd(g, x)
             if g == 1:
                 return regs, den
     done: Dict[int, _Reg] = {}
     for r in regs:
         if id(r) not in done:
-            v = r.v if r.v.dtype == object or g < LIMIT else r.v.astype(object)
+            v = np.array(ints_of(r.v), dtype=object) if r.v.ndim == 2 else r.v
+            v = v if v.dtype == object or g < LIMIT else v.astype(object)
             done[id(r)] = _Reg(v // g, r.cls)
     return [done[id(r)] for r in regs], den // g
 
@@ -207,8 +272,8 @@ def _shrink(regs: List[_Reg], den: int) -> Tuple[List[_Reg], int]:
 def _expand(regs: List[_Reg], den: int, T: int) -> ScaledInts:
     rows = []
     for r in regs:
-        v = r.v if r.cls.arr is None else r.v[r.cls.arr]
-        rows.append([int(x) for x in v.tolist()])
+        vals = ints_of(r.v)
+        rows.append(vals if r.cls.arr is None else [vals[k] for k in r.cls.arr.tolist()])
     return ScaledInts(rows, den)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib.util
 import os
 
-__all__ = ["AVAILABLE", "kernels"]
+__all__ = ["AVAILABLE", "kernels", "first_index_rows"]
 
 
 def _available() -> bool:
@@ -45,3 +45,18 @@ def kernels():
             return None
         _mod = m
     return _mod
+
+
+def first_index_rows(A):
+    """For an int64 array A of shape (n,) or (n, w): per row, the index of its class of equal rows
+    (classes numbered in order of first occurrence) and the first row of each class, as int64
+    arrays — by a compiled hash table, O(n). None without numba (callers use ``np.unique``)."""
+    k = kernels()
+    if k is None:
+        return None
+    import numpy as np
+
+    A = np.ascontiguousarray(A, dtype=np.int64)
+    if A.ndim == 1:
+        A = A.reshape(-1, 1)
+    return k.first_index_rows(A)

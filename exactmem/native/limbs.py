@@ -308,12 +308,13 @@ def step_block(X, Xlen, K, list_ptr, term_j, term_sgn, combo_ptr, cm_list, cm_sg
 
 
 @njit(cache=True, nogil=True)
-def uniform(Y, Ylen, B, Z):
-    """Entries in the per-block form of :func:`step_block` (Y, Ylen) -> Z (m, K, T), every
-    entry canonical in exactly K = Z.shape[1] limbs (K >= every length; sign extension)."""
+def uniform(Y, Ylen, B, Z, Krow):
+    """Entries in the per-block form of :func:`step_block` (Y, Ylen) -> Z (m, K, T): every entry
+    of row r canonical in exactly ``Krow[r]`` limbs (``Krow[r]`` >= the row's lengths; sign
+    extension), in Z[r, :Krow[r]]."""
     m, P, T = Y.shape
-    K = Z.shape[1]
     for r in range(m):
+        K = Krow[r]
         for blk in range(Ylen.shape[1]):
             b0 = blk * B
             nt = min(B, T - b0)
