@@ -566,3 +566,34 @@ def test_hardmax_scores_in_small_chunks(monkeypatch):
             (wrong[33] if query == "last" else wrong[33][-1])[0] += 1
             v = _same_fast(cert(mdl, seqs, wrong))
             assert v.status == "REFUTED" and v.witness["example"] == 33
+
+
+@settings(max_examples=int(os.environ.get("EXACTMEM_HYP", 120)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(token_wise_model_and_data(), st.integers(0, 2))
+def test_fast_with_compiled_limb_rows_equals_pure(md, how):
+    """As above with every row past int64 in compiled limb arrays (exactmem/native; the default
+    uses them from 32 distinct values on): same verdicts, witnesses and measurements."""
+    if not fastcheck.COMPILED:
+        return
+    saved = fastcheck.NATIVE_MIN_VALUES
+    fastcheck.NATIVE_MIN_VALUES = 1
+    try:
+        test_fast_equals_pure_on_random_token_wise_models.hypothesis.inner_test(md, how)
+    finally:
+        fastcheck.NATIVE_MIN_VALUES = saved
+
+
+def test_compiled_limb_rows_on_many_wide_values():
+    """Rows past 64 and 128 bits on hundreds of distinct values (compiled limb arrays by
+    default), negative and zero values, ReLU, a planted lie; the pure kernel agrees."""
+    big = 2 ** 100 + 3
+    mdl = model([affine([[1], [big], [-big]], [0, -big * 150, 7], True),
+                 affine([[1, 1, -1], [2 ** 70, -1, 1]], [-(2 ** 129), 5], False),
+                 affine([[1, 1]], None, True)], dim=1)
+    seqs = [[[x]] for x in range(-100, 200)]
+    outs = [ref_answer(mdl, s) for s in seqs]
+    doc = cert(mdl, seqs, outs)
+    assert _same_fast(doc).status == "CERTIFIED"
+    doc["outputs"][250] = [str(outs[250][0] + 1)]
+    assert _same_fast(rehash(doc)).witness["example"] == 250

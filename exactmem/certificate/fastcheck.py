@@ -19,6 +19,12 @@ own value). Deep memorizers read each crafted weight on many tokens, so the regi
 carry the big integers take only a few distinct values; evaluating on the distinct values
 only is what makes depth-2,000 networks with 1,300-bit weights checkable for 65,536 tokens.
 
+With numba installed (``exactmem.native``; without it everything below runs in NumPy), a row
+past int64 on at least ``NATIVE_MIN_VALUES`` distinct values is a *limb array* (int64, base
+2^30, exact carries: ``exactmem/native/rows.py``) computed by a compiled kernel, and equal
+columns are found by a compiled hash table instead of ``np.unique``'s sort. These only compute
+outputs; the judgement stays the kernel's.
+
 One layer, output row r = Σ_j A[r][j]·h_j + c_r·D (then ReLU):
 
 1. rows whose support is a single row j with weight 1 (and no bias), when the layer adds no
@@ -75,11 +81,14 @@ from .facts import DataFacts
 from .evaluate import common_divisor
 from .linear import Affine, Attention, Embed, FeedForward, Lin
 from .limits import LimitExceeded
-from ..native import first_index_rows
+from ..native import first_index_rows, kernels
+from ..native.rows import ints_of, lincomb
 
 __all__ = ["check_certificate_fast", "check_examples_fast", "chunk_groups", "fast_supported", "merged_chunks"]
 
 INT64_SAFE = 1 << 62
+NATIVE_MIN_VALUES = 32  # rows past int64 on at least this many values: compiled limb arrays (exactmem/native)
+COMPILED = kernels() is not None
 _clock = [lambda: None]  # the running check's Budget.tick, set by _evaluate (work on big integers checks it)
 GROUP_EXAMPLES = 50_000  # a version-2 certificate's chunks are evaluated together up to this many examples
 EXACT_ATTENTION = ("uniform", "hardmax")  # every other kind (softmax, ...) goes to the pure checker
@@ -101,6 +110,9 @@ class _Row:
 
     def __init__(self, vals: np.ndarray, ix: _Index):
         self.vals, self.ix = _narrow(vals), ix
+        if vals.ndim == 2:  # compiled limbs (exactmem/native/rows.py): |value| < 2^(30·K), sign of the top limb
+            self.bound, self.nonneg = 1 << (30 * vals.shape[0]), bool((vals[-1] >= 0).all())
+            return
         if len(self.vals):
             lo, hi = int(self.vals.min()), int(self.vals.max())
         else:
@@ -109,7 +121,8 @@ class _Row:
 
 
 def _narrow(v: np.ndarray) -> np.ndarray:
-    """int64 if every value provably fits (|v| < 2^62), else an object array of Python ints."""
+    """int64 if every value provably fits (|v| < 2^62), else an object array of Python ints
+    (limb arrays, 2-D, stay as they are)."""
     if v.dtype == np.int64:
         return v
     if len(v) == 0:
@@ -119,7 +132,14 @@ def _narrow(v: np.ndarray) -> np.ndarray:
 
 
 def _as_object(v: np.ndarray) -> np.ndarray:
+    if v.ndim == 2:
+        return np.array(ints_of(v), dtype=object)
     return v if v.dtype == object else v.astype(object)
+
+
+def _take(v: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The values at ``idx`` (limb arrays: columns)."""
+    return v[:, idx] if v.ndim == 2 else v[idx]
 
 
 # ----------------------------------------------------------------------------- index maps
@@ -158,9 +178,18 @@ def _unique(a: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 
 def _dedup(vals: List[np.ndarray], ix: _Index) -> Tuple[List[np.ndarray], _Index]:
     """Collapse equal columns of a group of rows sharing the index ``ix``."""
-    k = len(vals[0])
+    k = vals[0].shape[-1]
     if k <= 1:
         return vals, ix
+    if any(v.ndim == 2 for v in vals):
+        if any(v.dtype == object for v in vals):
+            vals = [_as_object(v) for v in vals]
+        else:  # int64 and limb arrays: one column per value / per limb (canonical, so equal <=> same)
+            first, inv = _unique(np.concatenate([v.reshape(-1, k) for v in vals], axis=0).T)
+            if len(first) == k:
+                return vals, ix
+            new_map = inv if ix.map is None else inv[ix.map]
+            return [_take(v, first) for v in vals], _Index(new_map, len(first))
     if all(v.dtype == np.int64 for v in vals):
         first, inv = _unique(vals[0] if len(vals) == 1 else np.stack(vals, axis=1))
         cols = [v[first] for v in vals]
@@ -224,8 +253,22 @@ def _step(rows: List[_Row], sparse: List[List[Tuple[int, int]]], bias: Optional[
         inputs = {}
         for j in srcs:
             g = gathers[pos[id(rows[j].ix)]]
-            inputs[j] = rows[j].vals if g is None else rows[j].vals[g]
-        vals = {r: _combine(terms_of[r][0], terms_of[r][1], inputs, rows, merged.k, relu) for r in members}
+            inputs[j] = rows[j].vals if g is None else _take(rows[j].vals, g)
+        vals = {}
+        wide = []
+        for r in members:
+            if merged.k >= NATIVE_MIN_VALUES and COMPILED and not _fits(terms_of[r][0], terms_of[r][1], rows):
+                wide.append(r)
+            else:
+                vals[r] = _combine(terms_of[r][0], terms_of[r][1], inputs, rows, merged.k, relu)
+        if wide:  # rows past int64 on many values: compiled limb arithmetic (exactmem/native)
+            _clock[0]()
+            ins = sorted({j for r in wide for j, a in terms_of[r][0] if rows[j].bound})
+            at = {j: i for i, j in enumerate(ins)}
+            got = lincomb([inputs[j] for j in ins],
+                          [[(at[j], a) for j, a in terms_of[r][0] if rows[j].bound] for r in wide],
+                          [terms_of[r][1] for r in wide], [relu] * len(wide), merged.k)
+            vals.update(zip(wide, got))
         by_inputs: Dict[tuple, List[int]] = {}  # rows reading exactly the same input rows
         for r in members:
             by_inputs.setdefault(tuple(sorted({j for j, _ in terms_of[r][0]})), []).append(r)
@@ -236,6 +279,11 @@ def _step(rows: List[_Row], sparse: List[List[Tuple[int, int]]], bias: Optional[
             for r, v in zip(part, vs):
                 out[r] = _Row(v, ix)
     return out  # type: ignore[return-value]
+
+
+def _fits(terms, b: int, rows: List[_Row]) -> bool:
+    """Σ|a|·bound + |b| < 2^62: the row is computed in int64 (no limb array among its inputs)."""
+    return abs(b) + sum(abs(a) * rows[j].bound for j, a in terms if rows[j].bound) < INT64_SAFE
 
 
 def _combine(terms, b: int, inputs: Dict[int, np.ndarray], rows: List[_Row], k: int, relu: bool) -> np.ndarray:
@@ -276,8 +324,9 @@ class _Seqs:
 
 
 def _full(row: _Row) -> np.ndarray:
-    """The row's value at every token (length T)."""
-    return row.vals if row.ix.map is None else row.vals[row.ix.map]
+    """The row's value at every token (length T; int64 or object)."""
+    vals = _as_object(row.vals) if row.vals.ndim == 2 else row.vals
+    return vals if row.ix.map is None else vals[row.ix.map]
 
 
 def _select(rows: List[_Row], positions: np.ndarray) -> List[_Row]:
@@ -293,7 +342,7 @@ def _select(rows: List[_Row], positions: np.ndarray) -> List[_Row]:
                 used, inv = np.unique(row.ix.map[positions], return_inverse=True)
                 made[key] = (used, _Index(inv.reshape(-1).astype(np.int64), len(used)))
         gather, ix = made[key]
-        out.append(_Row(row.vals[gather], ix))
+        out.append(_Row(_take(row.vals, gather), ix))
     return out
 
 
@@ -481,7 +530,9 @@ def _reduce(rows: List[_Row], D: int) -> Tuple[List[_Row], int]:
             continue
         seen.add(id(row))
         vals = row.vals
-        if vals.dtype == np.int64:
+        if vals.ndim == 2:
+            g = common_divisor(g, ints_of(vals), _clock[0])
+        elif vals.dtype == np.int64:
             g = gcd(g, int(np.gcd.reduce(np.abs(vals)))) if len(vals) else g
         else:
             g = common_divisor(g, vals.tolist(), _clock[0])
@@ -491,7 +542,8 @@ def _reduce(rows: List[_Row], D: int) -> Tuple[List[_Row], int]:
     out = []
     for row in rows:
         if id(row) not in done:
-            vals = row.vals if row.vals.dtype == object or g < INT64_SAFE else row.vals.astype(object)
+            vals = _as_object(row.vals) if row.vals.ndim == 2 else row.vals
+            vals = vals if vals.dtype == object or g < INT64_SAFE else vals.astype(object)
             done[id(row)] = _Row(vals // g, row.ix)
         out.append(done[id(row)])
     return out, D // g
@@ -545,6 +597,8 @@ def _evaluate_layers(cert: ParsedCertificate, budget: Budget, progress=None) -> 
 
 
 def _max_bits(vals: np.ndarray) -> int:
+    if vals.ndim == 2:
+        return int(kernels().max_bit_length(vals))
     if not len(vals):
         return 0
     if vals.dtype == np.int64:
@@ -554,7 +608,7 @@ def _max_bits(vals: np.ndarray) -> int:
 
 def _token_values(row: _Row, positions: np.ndarray) -> List[int]:
     sel = positions if row.ix.map is None else row.ix.map[positions]
-    return [int(v) for v in row.vals[sel].tolist()]
+    return ints_of(_take(row.vals, sel))
 
 
 def check_certificate_fast(doc: dict, max_precision: Optional[int] = None, *, limits: Optional[Limits] = None,

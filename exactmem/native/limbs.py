@@ -335,6 +335,40 @@ def uniform(Y, Ylen, B, Z, Krow):
                 Z[r, K - 1, b0 + t] = c
 
 
+@njit(cache=True, nogil=True)
+def max_bit_length(L):
+    """The largest bit length of |v| over the canonical values of a limb array L (K, n)."""
+    K, n = L.shape
+    best = 0
+    a = np.empty(K, np.int64)
+    for t in range(n):
+        neg = L[K - 1, t] < 0
+        if neg:  # |v| = -v: negate the limbs (two's complement, carried)
+            c = np.int64(0)
+            for l in range(K):
+                x = -L[l, t] + c
+                if l < K - 1:
+                    c = x >> S
+                    a[l] = x - (c << S)
+                else:
+                    a[l] = x
+        else:
+            for l in range(K):
+                a[l] = L[l, t]
+        for l in range(K - 1, -1, -1):
+            x = a[l]
+            if x != 0:
+                b = 0
+                while x > 0:
+                    x >>= 1
+                    b += 1
+                b += l * S
+                if b > best:
+                    best = b
+                break
+    return best
+
+
 # ----------------------------------------------------------------------------- de-duplication
 
 
