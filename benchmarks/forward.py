@@ -27,7 +27,9 @@ Timed, in one run: ``run_stack(..., "auto")`` (the compiled ``native`` backend w
 installed, else ``limbs``; its kernels are loaded once before timing and the load time is
 printed), ``"limbs"`` (float64 limb products), ``"compress"``, ``"flint"`` (FLINT's ``fmpz_mat``), a float64 NumPy
 forward pass of the same weights (``W @ H + b`` then ``np.maximum(·, floor)`` with floor 0 on the
-ReLU rows and -inf elsewhere; weights converted to arrays beforehand, not timed; best of 3), and the pure-``Fraction`` reference on a subset of
+ReLU rows and -inf elsewhere; weights converted to arrays beforehand, not timed; best of 3; the
+headline exact time is likewise best of 3 with the weights' exact plan built beforehand, and the
+first call, plan included, is printed too), and the pure-``Fraction`` reference on a subset of
 the inputs, scaled linearly to the full batch. Peak memory: tracemalloc (Python + NumPy
 allocations) measured in separate, untimed runs; maxrss of the process at the end.
 
@@ -191,9 +193,11 @@ def main(argv=None) -> int:
     print(f"compiled kernels (numba): " + (f"loaded in {t_warm:.2f} s, once per process" if warmed else
                                              "not available (numba missing): auto uses limbs"))
 
-    # exact: auto backend (first call includes plan construction; second call reuses it)
-    res, t_exact = timed(run_stack, steps, X, "auto")
-    _, t_exact2 = timed(run_stack, steps, X, "auto")
+    # exact: auto backend. The first call includes the weights' plan (their limb form), the
+    # repeat calls reuse it: best of 3 is the headline, like the float64 baseline, whose weights
+    # are converted to arrays beforehand (not timed)
+    res, t_first = timed(run_stack, steps, X, "auto")
+    t_exact = min(timed(run_stack, steps, X, "auto")[1] for _ in range(3))
     print(f"auto backend chose: {res.backend}")
 
     res_limbs, t_limbs = timed(run_stack, steps, X, "limbs")
@@ -231,7 +235,7 @@ def main(argv=None) -> int:
     print()
     print(f"{'float64 numpy forward':34s} {t_float:9.3f} s")
     print(f"{'exact, run_stack auto (' + res.backend + ')':34s} {t_exact:9.3f} s   "
-          f"(repeat call, plan cached: {t_exact2:.3f} s)")
+          f"(best of 3, weights' plan ready; first call, plan included: {t_first:.3f} s)")
     print(f"{'exact, limbs backend':34s} {t_limbs:9.3f} s")
     print(f"{'exact, compress backend':34s} {t_comp:9.3f} s")
     if res_flint is not None:
@@ -239,8 +243,9 @@ def main(argv=None) -> int:
     print(f"{'exact, pure Fraction (estimated)':34s} {t_frac:9.3f} s   "
           f"(measured {t_frac_sub:.3f} s on {fsub} of {T} inputs, scaled x{T / fsub:g})")
     print()
-    print(f"exact / float64    = {t_exact / t_float:8.1f}x   (issue 27 target <= 20x; repeat call "
-          f"{t_exact2 / t_float:.1f}x)")
+    print(f"exact / float64    = {t_exact / t_float:8.1f}x   (issue 27 target <= 20x; weights prepared on "
+          f"both sides, best of 3)")
+    print(f"  first call / float64 = {t_first / t_float:.1f}x (the exact weights' plan built inside the timing)")
     print(f"fraction / exact   = {t_frac / t_exact:8.1f}x   (target >= 10x)")
     print(f"limbs / float64    = {t_limbs / t_float:8.1f}x")
     print(f"compress / float64 = {t_comp / t_float:8.1f}x")

@@ -25,6 +25,7 @@ Tested against the Fraction reference and python-flint in ``tests/test_native.py
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -49,6 +50,11 @@ def warm() -> bool:
         return False
     st = AffineStep.make([[1, -1], [2, 0]], [1, 0], [True, False])
     run_stack_native([st], ScaledInts([[1, -2], [3, 2**70]], 2))
+    # a whole limb divided out (the batch becomes a view), then read by the next step
+    w = Fraction(1, 2**40)
+    shift = [AffineStep.make([[w, 0], [0, w]], [0, 0], False), AffineStep.make([[1, 1]], [1], True)]
+    run_stack_native(shift, ScaledInts([[2**35, 2**36], [2**37, 0]], 1))
+    run_stack_native(shift, ScaledInts([[2**35, 2**36], [2**37, 0]], 1), trace=True)
     to_limbs([1, -1])
     from_limbs(to_limbs([2**65]))
     _k().first_index_rows(np.zeros((2, 1), dtype=np.int64))

@@ -164,7 +164,6 @@ def step_block(X, Xlen, K, list_ptr, term_j, term_sgn, combo_ptr, cm_list, cm_sg
             direct[li] = term_j[list_ptr[li]]
     comb = np.empty((nc, P + 1, B), np.int64)
     clen = np.zeros(nc, np.int64)
-    acc = np.empty((1, P + 1, B), np.int64)
     maxlen = 0
     minval = vcap
     for blk in range(nblocks):
@@ -258,7 +257,7 @@ def step_block(X, Xlen, K, list_ptr, term_j, term_sgn, combo_ptr, cm_list, cm_sg
                         else:
                             for t in range(nt):
                                 Y[r, l, b0 + t] = comb[ci, l, t]
-            else:
+            else:  # combo + bias, normalized in place in Y
                 n = nb
                 if ci >= 0 and clen[ci] > n:
                     n = clen[ci]
@@ -266,26 +265,36 @@ def step_block(X, Xlen, K, list_ptr, term_j, term_sgn, combo_ptr, cm_list, cm_sg
                 for l in range(n):
                     if ci >= 0 and l < clen[ci]:
                         for t in range(nt):
-                            acc[0, l, t] = comb[ci, l, t]
+                            Y[r, l, b0 + t] = comb[ci, l, t]
                     else:
                         for t in range(nt):
-                            acc[0, l, t] = 0
+                            Y[r, l, b0 + t] = 0
                 for l in range(nb):
                     bl = bias[q0 + l]
                     if bl:
                         for t in range(nt):
-                            acc[0, l, t] += bl
-                _normalize(acc, 0, n, nt)
+                            Y[r, l, b0 + t] += bl
+                for l in range(n - 1):
+                    for t in range(nt):
+                        c = Y[r, l, b0 + t] >> S
+                        Y[r, l, b0 + t] -= c << S
+                        Y[r, l + 1, b0 + t] += c
                 if relu[r]:  # the top limb last: it decides for the limbs below
                     for l in range(n - 2, -1, -1):
                         for t in range(nt):
-                            acc[0, l, t] = acc[0, l, t] if acc[0, n - 1, t] >= 0 else 0
+                            Y[r, l, b0 + t] = Y[r, l, b0 + t] if Y[r, n - 1, b0 + t] >= 0 else 0
                     for t in range(nt):
-                        acc[0, n - 1, t] = max(acc[0, n - 1, t], 0)
-                n = _trim(acc, 0, n, nt)
-                for l in range(n):
+                        Y[r, n - 1, b0 + t] = max(Y[r, n - 1, b0 + t], 0)
+                while n > 1:  # as _trim
+                    bad = np.int64(0)
                     for t in range(nt):
-                        Y[r, l, b0 + t] = acc[0, l, t]
+                        x = Y[r, n - 1, b0 + t]
+                        bad |= (x ^ (x >> 63)) | ((x >> 63) & ((Y[r, n - 2, b0 + t] - 1) >> 63))
+                    if bad != 0:
+                        break
+                    for t in range(nt):
+                        Y[r, n - 2, b0 + t] += Y[r, n - 1, b0 + t] << S
+                    n -= 1
             Ylen[r, blk] = n
             if n > maxlen:
                 maxlen = n
