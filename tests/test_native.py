@@ -262,3 +262,23 @@ def test_compress_with_limb_registers_equals_fraction(seed, min_values, monkeypa
     assert values(got) == ref
     assert [t.to_fractions() for t in got.trace] == \
         [t.to_fractions() for t in run_stack_fraction(steps, X, trace=True).trace]
+
+
+@pytest.mark.parametrize("backend", ["auto", "compress", "limbs", "flint"])
+def test_forward_progress_through_the_engines(backend):
+    """forward(on_layer=...) lets the engine report its own steps (native, compress: no regrouping
+    through Python integers) or groups the steps (the others): same outputs, layers reported in
+    order, the last report is the whole stack."""
+    from exactmem.model import Model, affine, forward
+    from exactmem.model.forward import PROGRESS_STEPS
+
+    rnd = random.Random(3)
+    layers = [affine([[F(rnd.randint(-9, 9), 2 ** rnd.randint(0, 3)) for _ in range(2)] for _ in range(2)],
+                     [F(rnd.randint(-2**70, 2**70), 4), 0], relu=k % 2 == 0) for k in range(150)]
+    m = Model(layers, input_dim=2)
+    xs = [[(F(3, 7), F(2**80))], [(F(-5, 2), F(0))], [(F(1), F(-1))]]
+    seen = []
+    a = forward(m, xs, backend=backend, on_layer=lambda k, n: seen.append((k, n)))
+    assert a.outputs == forward(m, xs, backend="fraction").outputs
+    assert seen[-1] == (150, 150) and len(seen) == -(-150 // PROGRESS_STEPS)
+    assert [k for k, _ in seen] == sorted(k for k, _ in seen)

@@ -20,7 +20,7 @@ the fastest one that applies (native, then limbs, then flint). The step and batc
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Optional, Sequence
 
 from .steps import AffineStep, ScaledInts, StackResult, _check_shapes, run_stack_fraction
 
@@ -106,15 +106,37 @@ BACKENDS = {
 }
 
 
-def run_stack(steps: Sequence[AffineStep], X: ScaledInts, backend: str = "auto", trace: bool = False) -> StackResult:
-    """Evaluate the steps on the batch X exactly. ``backend``: auto | flint | limbs | fraction."""
+PROGRESS_GROUP = 64  # steps per group when a backend without its own progress reports through run_stack
+
+#: backends that call ``on_step(steps done)`` themselves, keeping their state between steps
+STEP_PROGRESS = {"compress", "native"}
+
+
+def run_stack(steps: Sequence[AffineStep], X: ScaledInts, backend: str = "auto", trace: bool = False,
+              on_step: Optional[Callable[[int], None]] = None) -> StackResult:
+    """Evaluate the steps on the batch X exactly. ``backend``: auto | native | limbs | flint |
+    compress | fraction. ``on_step(steps done)``: progress (display only); the ``native`` and
+    ``compress`` engines call it after every step without leaving their own representation,
+    the others run in groups of :data:`PROGRESS_GROUP` steps and report after each group."""
     if backend == "auto":
         backend = _auto_backend(steps)
     try:
         fn = BACKENDS[backend]
     except KeyError:
         raise ValueError(f"unknown backend {backend!r}; choose from {sorted(BACKENDS)} or 'auto'") from None
-    return fn(steps, X, trace=trace)
+    if on_step is None:
+        return fn(steps, X, trace=trace)
+    if backend in STEP_PROGRESS:
+        return fn(steps, X, trace=trace, on_step=on_step)
+    res = None
+    tr: list = []
+    for a in range(0, len(steps), PROGRESS_GROUP):
+        res = fn(steps[a:a + PROGRESS_GROUP], X if res is None else res.out, trace=trace)
+        tr.extend(res.trace)
+        on_step(min(a + PROGRESS_GROUP, len(steps)))
+    if res is None:
+        return fn(steps, X, trace=trace)
+    return StackResult(res.out, tr, res.backend)
 
 
 def _auto_backend(steps: Sequence[AffineStep]) -> str:

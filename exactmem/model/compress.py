@@ -277,8 +277,10 @@ def _expand(regs: List[_Reg], den: int, T: int) -> ScaledInts:
     return ScaledInts(rows, den)
 
 
-def run_stack_compress(steps: Sequence[AffineStep], X: ScaledInts, trace: bool = False) -> StackResult:
-    """Evaluate the steps on the batch X exactly, per distinct register value."""
+def run_stack_compress(steps: Sequence[AffineStep], X: ScaledInts, trace: bool = False,
+                       on_step=None) -> StackResult:
+    """Evaluate the steps on the batch X exactly, per distinct register value.
+    ``on_step(steps done)``: progress after every step (display only)."""
     m, T = X.shape
     if T == 0:
         return StackResult(ScaledInts([[] for _ in range(steps[-1].m_out if steps else m)], 1), [], "compress")
@@ -294,6 +296,8 @@ def run_stack_compress(steps: Sequence[AffineStep], X: ScaledInts, trace: bool =
             regs, den = _shrink(regs, den)
         if trace:
             tr.append(_expand(regs, den, T).reduced())
+        if on_step is not None:
+            on_step(k + 1)
     return StackResult(_expand(regs, den, T).reduced(), tr, "compress")
 
 

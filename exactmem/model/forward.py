@@ -379,27 +379,41 @@ PROGRESS_STEPS = 64  # affine steps between two progress reports of a long feed-
 
 
 def _stack_with_progress(steps: Sequence[AffineStep], X: ScaledInts, backend: str, report: Callable[[int], None]):
-    """:func:`run_stack_chunked` in groups of :data:`PROGRESS_STEPS` steps (the same composition:
-    each group's output is the next group's input), ``report(steps done)`` after each group."""
-    res = None
-    for a in range(0, len(steps), PROGRESS_STEPS):
-        res = run_stack_chunked(steps[a:a + PROGRESS_STEPS], X if res is None else res.out, backend=backend)
-        report(min(a + PROGRESS_STEPS, len(steps)))
-    return res
+    """:func:`run_stack_chunked` with ``report(steps done)`` every :data:`PROGRESS_STEPS` steps
+    and at the end. The engine reports its steps itself (``run_stack(on_step=...)``), so the
+    stack is not cut into groups whose outputs would go through Python integers and back."""
+    n = len(steps)
+
+    def on_step(k: int) -> None:
+        if k % PROGRESS_STEPS == 0 or k == n:
+            report(k)
+
+    return run_stack_chunked(steps, X, backend=backend, on_step=on_step)
 
 
-def run_stack_chunked(steps: Sequence[AffineStep], X: ScaledInts, backend: str = "auto", trace: bool = False):
+def run_stack_chunked(steps: Sequence[AffineStep], X: ScaledInts, backend: str = "auto", trace: bool = False,
+                      on_step: Optional[Callable[[int], None]] = None):
     """``run_stack`` over column chunks, so a wide layer (e.g. width 10^4 on 10^4 tokens)
-    never materialises more than ``MAX_BATCH_ENTRIES`` entries at once."""
+    never materialises more than ``MAX_BATCH_ENTRIES`` entries at once. ``on_step(steps done)``:
+    progress (with several chunks, the steps of the chunks done so far, scaled to the stack)."""
     from .affine_stack import StackResult
 
     width = max([X.shape[0]] + [s.m_out for s in steps])
     T = X.shape[1]
     chunk = max(1, MAX_BATCH_ENTRIES // width)
     if T <= chunk:
-        return run_stack(steps, X, backend=backend, trace=trace)
-    parts = [run_stack(steps, ScaledInts([r[a:a + chunk] for r in X.rows], X.den), backend=backend, trace=trace)
-             for a in range(0, T, chunk)]
+        return run_stack(steps, X, backend=backend, trace=trace, on_step=on_step)
+    starts = list(range(0, T, chunk))
+    parts = []
+    for c, a in enumerate(starts):
+        sub = None
+        if on_step is not None:
+            def sub(k: int, c: int = c) -> None:
+                done = (c * len(steps) + k) // len(starts)
+                if done and (k == len(steps) or done % PROGRESS_STEPS == 0):
+                    on_step(done)
+        parts.append(run_stack(steps, ScaledInts([r[a:a + chunk] for r in X.rows], X.den), backend=backend,
+                               trace=trace, on_step=sub))
     out = concat_columns([p.out for p in parts])
     tr = [concat_columns([p.trace[k] for p in parts]) for k in range(len(steps))] if trace else []
     return StackResult(out, tr, parts[0].backend)

@@ -149,10 +149,11 @@ def _to_scaled(k, X: _Batch, odd0: int, blk: int) -> ScaledInts:
 
 
 def run_stack_native(steps: Sequence[AffineStep], X: ScaledInts, trace: bool = False,
-                     token_block: Optional[int] = None) -> StackResult:
+                     token_block: Optional[int] = None, on_step=None) -> StackResult:
     """Exact batched evaluation with compiled multi-limb integer steps (dyadic weights only).
     ``token_block``: tokens per kernel block (default :data:`TOKEN_BLOCK`; tests use tiny
-    blocks so that one batch has blocks of different lengths)."""
+    blocks so that one batch has blocks of different lengths). ``on_step(steps done)``:
+    progress after every step (display only)."""
     _check_shapes(steps, X.shape[0])
     m, T = X.shape
     if T == 0 or m == 0 or any(st.m_out == 0 or st.m_in == 0 for st in steps):
@@ -175,9 +176,11 @@ def run_stack_native(steps: Sequence[AffineStep], X: ScaledInts, trace: bool = F
     blk = int(token_block or TOKEN_BLOCK)
     B = _Batch(H, np.full((m, -(-T // blk)), K, dtype=np.int64), K, e)
     tr = []
-    for sp in plans:
+    for i, sp in enumerate(plans):
         B = _step(sp, B, odd0, blk)
         if trace:
             tr.append(_to_scaled(k, B, odd0, blk))
+        if on_step is not None:
+            on_step(i + 1)
     out = tr[-1] if trace else _to_scaled(k, B, odd0, blk)
     return StackResult(out, tr, "native")
