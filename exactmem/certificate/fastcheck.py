@@ -70,6 +70,7 @@ from dataclasses import replace
 from fractions import Fraction
 from itertools import count
 from math import gcd, lcm
+from operator import attrgetter
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -504,8 +505,10 @@ def _initial_rows(cert: ParsedCertificate, T: int) -> Tuple[List[_Row], int, int
     if cert.tokens:
         emb: Embed = cert.layers[0]
         keys = [(t, s) if emb.P is not None else t for x in cert.inputs for s, t in enumerate(x)]
-    else:
-        keys = [tuple(tok) for x in cert.inputs for tok in x]
+    else:  # (numerators, denominators): rationals in lowest terms, so equal keys <=> equal tokens, and
+        # hashing tuples of ints is much cheaper than hashing Fractions (a modular inverse each)
+        num, den = attrgetter("numerator"), attrgetter("denominator")
+        keys = [(tuple(map(num, tok)), tuple(map(den, tok))) for x in cert.inputs for tok in x]
     tmap = np.fromiter((seen.setdefault(key, len(seen)) for key in keys), dtype=np.int64, count=T)
     ix = _Index(None, T) if len(seen) == T else _Index(tmap, len(seen))
     if cert.tokens:
@@ -513,8 +516,8 @@ def _initial_rows(cert: ParsedCertificate, T: int) -> Tuple[List[_Row], int, int
                 for t, s in (key if emb.P is not None else (key, 0) for key in seen)]
         D, start = emb.L, 1
     else:
-        D = lcm(*(v.denominator for key in seen for v in key))
-        cols = [[v.numerator * (D // v.denominator) for v in key] for key in seen]
+        D = lcm(*(d for _, dens in seen for d in dens))
+        cols = [[n * (D // d) for n, d in zip(nums, dens)] for nums, dens in seen]
         start = 0
     m = len(cols[0])
     rows = [_Row(np.array([c[i] for c in cols], dtype=object), ix) for i in range(m)]
