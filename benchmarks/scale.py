@@ -4,7 +4,8 @@ Each row is one fresh ``python -m exactmem certify proofs/kajitsuka.py --size la
 --workers W`` under GNU time: the stage times (build, forward, write, check) from ``--json``,
 the wall time, and the peak resident memory of the largest single process of the run (the
 certify process, Dask nannies and workers: GNU time's maxrss covers waited-for descendants).
-Then the ratios 1 worker / 2 workers, and the library's cost against the CLI path
+Then the growth exponents of forward, check and wall time between consecutive sizes (for each
+worker count), the ratios 1 worker / 2 workers, and the library's cost against the CLI path
 (``benchmarks/library_vs_cli.py``) at N = 10^4.
 
     python benchmarks/scale.py                  # N = 10^4 and 10^5, workers 1 and 2 (about 25 minutes)
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -23,7 +25,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-N_OF = {"large": 10_000, "xlarge": 100_000}
+N_OF = {"large": 10_000, "xlarge": 100_000, "xxlarge": 1_000_000}  # xxlarge: when the proof file has it
 
 
 def run(size: str, workers: int) -> dict:
@@ -58,6 +60,15 @@ def main():
             f = lambda k: f"{r[k]:.1f}" if r[k] is not None else "—"  # noqa: E731
             print(f"| {r['N']:,} | {w} | {r['verdict']} | {f('build')} | {f('forward')} | {f('write')} | "
                   f"{f('check')} | {r['wall']:.1f} | {r['rss_mb']:,.0f} MB |", flush=True)
+    sizes = args.sizes.split(",")
+    for w in map(int, args.workers.split(",")):  # growth exponents between consecutive sizes
+        pts = [r for s in sizes for r in res if r["size"] == s and r["workers"] == w and r["verdict"] == "CERTIFIED"]
+        for a, b in zip(pts, pts[1:]):
+            k = math.log(b["N"] / a["N"])
+            ex = ", ".join(f"{key} N^{math.log(b[key] / a[key]) / k:.2f}" for key in ("forward", "check", "wall")
+                           if a.get(key) and b.get(key))
+            print(f"growth {a['N']:,} -> {b['N']:,} ({w} worker{'s' if w > 1 else ''}): {ex}, "
+                  f"memory x{b['rss_mb'] / a['rss_mb']:.1f}")
     for size in args.sizes.split(","):
         one = [r for r in res if r["size"] == size and r["workers"] == 1]
         two = [r for r in res if r["size"] == size and r["workers"] == 2]
