@@ -63,9 +63,12 @@ def printed(cell) -> str:
 
 def run_notebook(nb, label, workdir):
     """Execute the code cells in one namespace inside ``workdir``; returns [(cell, stdout)]."""
+    from flint import ctx
+
     ns = {"__name__": "__tutorial__"}
     out = []
-    old = os.getcwd()
+    old, old_prec = os.getcwd(), ctx.prec
+    ctx.prec = 53  # a fresh kernel's Arb precision: tests run before may have left another one
     os.chdir(workdir)
     try:
         for i, cell in enumerate(code_cells(nb), 1):
@@ -82,6 +85,7 @@ def run_notebook(nb, label, workdir):
             out.append((cell, buf.getvalue()))
     finally:
         os.chdir(old)
+        ctx.prec = old_prec
     return out
 
 
