@@ -17,6 +17,9 @@ Why int64 never overflows
   ``2·(terms)·(limbs)`` additions of magnitude <= 2^30; :func:`check_sizes` (called by every
   caller before a step) makes sure that count stays below 2^32, so every partial sum is below
   2^62.
+* When at most 7 products can land on one accumulator limb (counted per block: an entry with a
+  k-limb weight and an n-limb input puts at most min(k, n) products on one limb), they are added
+  whole: ``7·2^60 + (additions of magnitude <= 2^30) < 2^63``, and the carry pass splits them.
 * Signed sums of canonical rows (``y = Σ ±x_j``) add n limbs of magnitude <= 2^30 (n < 2^32).
 * Carry normalization ``c = L >> 30; L -= c << 30; L[next] += c`` is exact for any int64 L and
   leaves ``0 <= L < 2^30``.
@@ -195,12 +198,18 @@ def step_block(X, Xlen, K, list_ptr, term_j, term_sgn, combo_ptr, cm_list, cm_sg
             ly[li] = 0 if (n == 1 and _all_zero(ys, li, nt)) else n
         for ci in range(nc):  # the linear parts
             hi = 1
+            full = 0  # products that can land on one output limb, at most
             for e in range(combo_ptr[ci], combo_ptr[ci + 1]):
                 n = ly[cm_list[e]]
                 if n:
-                    h = mag_ptr[e + 1] - mag_ptr[e] + n + 1
+                    kw = mag_ptr[e + 1] - mag_ptr[e]
+                    h = kw + n + 1
                     if h > hi:
                         hi = h
+                    if not (kw == 1 and mags[mag_ptr[e]] == 1):
+                        full += min(kw, n)
+            # at most 7 products (each |.| <= 2^60) per limb: add them whole, carry once afterwards
+            unsplit = full <= 7
             for l in range(hi):
                 for t in range(nt):
                     comb[ci, l, t] = 0
@@ -227,7 +236,14 @@ def step_block(X, Xlen, K, list_ptr, term_j, term_sgn, combo_ptr, cm_list, cm_sg
                     if w == 0:
                         continue
                     for l in range(n):
-                        if j >= 0:
+                        if unsplit:
+                            if j >= 0:
+                                for t in range(nt):
+                                    comb[ci, i + l, t] += w * X[j, l, b0 + t]
+                            else:
+                                for t in range(nt):
+                                    comb[ci, i + l, t] += w * ys[li, l, t]
+                        elif j >= 0:
                             for t in range(nt):
                                 prod = w * X[j, l, b0 + t]
                                 comb[ci, i + l, t] += prod & MASK
