@@ -82,14 +82,14 @@ from .facts import DataFacts
 from .evaluate import common_divisor
 from .linear import Affine, Attention, Embed, FeedForward, Lin
 from .limits import LimitExceeded
-from ..native import first_index_rows, kernels
+from ..native import AVAILABLE, first_index_rows, kernels
 from ..native.rows import ints_of, lincomb
 
 __all__ = ["check_certificate_fast", "check_examples_fast", "chunk_groups", "fast_supported", "merged_chunks"]
 
 INT64_SAFE = 1 << 62
 NATIVE_MIN_VALUES = 32  # rows past int64 on at least this many values: compiled limb arrays (exactmem/native)
-COMPILED = kernels() is not None
+COMPILED = AVAILABLE  # numba is importable (it is imported at the first wide row, not here)
 _clock = [lambda: None]  # the running check's Budget.tick, set by _evaluate (work on big integers checks it)
 GROUP_EXAMPLES = 50_000  # a version-2 certificate's chunks are evaluated together up to this many examples
 EXACT_ATTENTION = ("uniform", "hardmax")  # every other kind (softmax, ...) goes to the pure checker
@@ -258,7 +258,8 @@ def _step(rows: List[_Row], sparse: List[List[Tuple[int, int]]], bias: Optional[
         vals = {}
         wide = []
         for r in members:
-            if merged.k >= NATIVE_MIN_VALUES and COMPILED and not _fits(terms_of[r][0], terms_of[r][1], rows):
+            if (merged.k >= NATIVE_MIN_VALUES and COMPILED and not _fits(terms_of[r][0], terms_of[r][1], rows)
+                    and kernels() is not None):
                 wide.append(r)
             else:
                 vals[r] = _combine(terms_of[r][0], terms_of[r][1], inputs, rows, merged.k, relu)

@@ -37,13 +37,13 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..native import first_index_rows, kernels
+from ..native import AVAILABLE, first_index_rows, kernels
 from ..native.rows import ints_of, lincomb
 from .affine_stack import BACKENDS, AffineStep, ScaledInts, StackResult
 
 LIMIT = 1 << 62
 NATIVE_MIN_VALUES = 32  # rows past int64 on at least this many values use the compiled limb kernels
-COMPILED = kernels() is not None
+COMPILED = AVAILABLE  # numba is importable (it is imported at the first wide row, not here)
 
 
 class _Classes:
@@ -229,7 +229,8 @@ def _apply(st: AffineStep, regs: List[_Reg], den: int, T: int) -> Tuple[List[_Re
         value = {}
         wide = []
         for i in members:
-            if common.n >= NATIVE_MIN_VALUES and COMPILED and not _small(rows[i][0], rows[i][1], regs):
+            if (common.n >= NATIVE_MIN_VALUES and COMPILED and not _small(rows[i][0], rows[i][1], regs)
+                    and kernels() is not None):
                 wide.append(i)
             else:
                 value[i] = _row(rows[i][0], rows[i][1], picked, regs, common.n, st.relu_rows[i])
