@@ -14,6 +14,17 @@ from typing import List, Optional
 from .errors import plural, report_error
 
 EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+ENGINES = ("auto", "native", "flint", "limbs", "compress", "fraction")  # the producer's exact forward engines
+
+
+def _engine_available(engine: str) -> Optional[str]:
+    """None if ``--engine`` can run here, else what to do (``native`` needs numba)."""
+    if engine != "native":
+        return None
+    from .model.affine_stack import BACKENDS
+
+    return None if "native" in BACKENDS else ("--engine native needs numba (pip install numba), or leave "
+                                              "--engine auto, which falls back to limbs/flint")
 
 
 def _cmd_certify(args) -> int:
@@ -35,6 +46,8 @@ def _cmd_certify(args) -> int:
     try:
         if args.workers < 1 or (args.chunk_size is not None and args.chunk_size < 0):
             raise ProofFileError("--workers must be at least 1 and --chunk-size at least 0")
+        if _engine_available(args.engine):
+            raise ProofFileError(_engine_available(args.engine))
         rows = certify_file(args.proof, out_dir=args.out, seed=args.seed, size=args.size, gzip_output=args.gzip,
                             backend=args.engine, quiet=args.quiet, only=args.only, on_row=show,
                             checker=args.checker, chunk_examples=args.chunk_size, workers=args.workers,
@@ -175,6 +188,8 @@ def _cmd_sweep(args) -> int:
             certify=args.certify, engine=args.engine, float_engine=args.float_engine, prec=args.prec)
         if args.workers < 1:
             raise SweepError("--workers must be at least 1")
+        if _engine_available(args.engine):
+            raise SweepError(_engine_available(args.engine))
         os.makedirs(out, exist_ok=True)
         line = "python -m exactmem sweep " + " ".join(shlex.quote(a) for a in args.argv_rest)
         path = os.path.join(out, COMMANDS_FILE)
@@ -246,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only the instances whose theorem or instance name contains this text, "
                         "or exactly THEOREM/INSTANCE")
     c.add_argument("--gzip", action="store_true", help="write gzip-compressed certificates (.json.gz)")
-    c.add_argument("--engine", default="auto", choices=("auto", "flint", "limbs", "compress", "fraction"),
+    c.add_argument("--engine", default="auto", choices=ENGINES,
                    help="exact engine for the producer's forward pass (auto: the instance's preference, else "
                         "limbs/flint; the checker is always independent)")
     c.add_argument("--checker", default="auto", choices=("auto", "pure", "fast"),
@@ -314,7 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--bits", default=None, help="also evaluate these b exactly (e.g. 8,16,32)")
     w.add_argument("--certify", action="store_true",
                    help="write the quantized network at the minimal b and at b-1 as certificates and check them")
-    w.add_argument("--engine", default="auto", choices=("auto", "flint", "limbs", "compress", "fraction"),
+    w.add_argument("--engine", default="auto", choices=ENGINES,
                    help="exact engine (auto: the instance's preference)")
     w.add_argument("--float-engine", default="auto", choices=("auto", "numpy", "mpfr"),
                    help="floating-point engine (auto: numpy for named formats without softmax, else mpfr)")
