@@ -194,25 +194,33 @@ def lambda_enclosure(W: Mat, g: int, c: Sequence[Fraction], bits: int = 64) -> T
             lb = _arb(lam)
             return sum((((lb * _arb(x)).exp()) for x in a[1:]), (lb * _arb(a[0])).exp()).log() - h
 
-        lo, hi = Fraction(0), Fraction(1)
-        if not phi(lo) > 0:
-            raise DataError("h(π_t) ≥ log N: λ(t) = 0 (uniform conditional); Theorem 2's log term is ≤ 0")
-        while not phi(hi) < 0:
-            hi *= 2
-            if hi > 2 ** 20:
-                raise DataError("λ(t) > 2^20: the conditional is (nearly) deterministic")
-        while hi - lo > Fraction(1, 2 ** bits):
-            mid = (lo + hi) / 2
-            v = phi(mid)
-            if v > 0:
-                lo = mid
-            elif v < 0:
-                hi = mid
-            else:
-                break
-        return lo, hi
+        return bracket_decreasing_root(phi, bits, "λ(t) = 0 (uniform conditional); Theorem 2's log term is ≤ 0",
+                                       "the conditional is (nearly) deterministic")
     finally:
         ctx.prec = old
+
+
+def bracket_decreasing_root(phi, bits: int, zero_why: str = "", big_why: str = "") -> Tuple[Fraction, Fraction]:
+    """[lo, hi] with φ(lo) > 0 > φ(hi), hi − lo ≤ 2^−bits, for a decreasing φ on [0, 2^20] whose
+    values are Arb balls (the comparisons are rigorous: a ball that contains 0 is neither > 0
+    nor < 0, and the bisection stops there). Theorem 2's λ(t) (App. A.3)."""
+    lo, hi = Fraction(0), Fraction(1)
+    if not phi(lo) > 0:
+        raise DataError("h(π_t) ≥ log N: " + (zero_why or "λ(t) = 0"))
+    while not phi(hi) < 0:
+        hi *= 2
+        if hi > 2 ** 20:
+            raise DataError("λ(t) > 2^20" + (f": {big_why}" if big_why else ""))
+    while hi - lo > Fraction(1, 2 ** bits):
+        mid = (lo + hi) / 2
+        v = phi(mid)
+        if v > 0:
+            lo = mid
+        elif v < 0:
+            hi = mid
+        else:
+            break
+    return lo, hi
 
 
 def theorem2_encoder(data: Conditionals, W: Mat, bits: int = 64) -> Dict[str, object]:

@@ -126,6 +126,7 @@ def lambda_bracket(cls: Dict[str, object], bits: int = 40) -> Tuple[Fraction, Fr
     from flint import arb, ctx
 
     from .dana import _arb
+    from .dana_bounds import bracket_decreasing_root
 
     old = ctx.prec
     ctx.prec = bits + 96
@@ -139,23 +140,7 @@ def lambda_bracket(cls: Dict[str, object], bits: int = 40) -> Tuple[Fraction, Fr
             lb = _arb(lam)
             return (1 + sum((m * (lb * _arb(a)).exp() for a, _, m in terms), arb(0))).log() - h
 
-        lo, hi = Fraction(0), Fraction(1)
-        if not phi(lo) > 0:
-            raise DataError("h(π_t) ≥ log N: λ(t) = 0")
-        while not phi(hi) < 0:
-            hi *= 2
-            if hi > 2 ** 20:
-                raise DataError("λ(t) > 2^20")
-        while hi - lo > Fraction(1, 2 ** bits):
-            mid = (lo + hi) / 2
-            v = phi(mid)
-            if v > 0:
-                lo = mid
-            elif v < 0:
-                hi = mid
-            else:
-                break
-        return lo, hi
+        return bracket_decreasing_root(phi, bits)
     finally:
         ctx.prec = old
 
