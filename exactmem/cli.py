@@ -14,6 +14,7 @@ from typing import List, Optional
 from .errors import plural, report_error
 
 EXIT_OK, EXIT_REFUTED, EXIT_UNKNOWN, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a pipeline's reader leaving early
 ENGINES = ("auto", "native", "flint", "limbs", "compress", "fraction")  # the producer's exact forward engines
 
 
@@ -440,10 +441,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         except SystemExit as e:  # --help, --version: printed, exit 0
             return e.code if isinstance(e.code, int) else EXIT_BAD_INPUT
         args.argv_rest = argv[1:]  # for the commands recorded by sweep/report
-        return args.fn(args)
+        code = args.fn(args)
+        sys.stdout.flush()  # here, so that a reader leaving early is caught below, not at interpreter exit
+        return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `exactmem certify ... | head`: the reader left; no traceback at exit either
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

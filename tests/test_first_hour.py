@@ -158,3 +158,17 @@ def test_ci_runs_the_readmes_test_command_verbatim_and_then_everything_else():
     for rest in ('pytest -m "needs_torch or slow"', "--nbmake docs/tutorials/", "mkdocs build --strict",
                  "experiments,docs]"):
         assert rest in ci, rest
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path):
+    """`exactmem certify ... | head`: stdout closes before the summary ends — exit 141, nothing on stderr."""
+    import subprocess
+    import sys
+
+    p = tmp_path / "ok.py"
+    p.write_text(BROKEN_PROOF.replace('Instance("k0", {"k": 0}), ', ""))
+    proc = subprocess.Popen([sys.executable, "-m", "exactmem", "certify", str(p), "--out", str(tmp_path / "c"),
+                             "--quiet"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before anything is printed
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and "Traceback" not in err, err
