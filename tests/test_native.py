@@ -151,9 +151,14 @@ def test_carry_chain_and_exact_zero(bits):
     assert values(run_stack_native(stack, U)) == values(run_stack_flint(stack, U))
 
 
-def test_auto_prefers_native_and_explicit_backends_agree():
+def test_auto_prefers_native_on_big_batches_and_explicit_backends_agree(monkeypatch):
+    """auto loads numba only for tokens x steps >= NATIVE_AUTO_MIN_WORK (a small batch: limbs)."""
+    import exactmem.model.affine_stack as AS
+
     X = ScaledInts([[1, 2, 3], [4, -5, 6]], 1)
     dyadic = [AffineStep.make([[F(1, 2), 2**200], [-1, F(3, 1024)]], [F(1, 4), -(2**199)], [True, False])]
+    assert run_stack(dyadic, X, backend="auto").backend == "limbs"  # 3 tokens x 1 step: too small
+    monkeypatch.setattr(AS, "NATIVE_AUTO_MIN_WORK", 3)
     r = run_stack(dyadic, X, backend="auto")
     assert r.backend == "native"
     assert values(r) == values(run_stack(dyadic, X, backend="limbs")) == values(run_stack_fraction(dyadic, X))

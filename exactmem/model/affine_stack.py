@@ -119,7 +119,7 @@ def run_stack(steps: Sequence[AffineStep], X: ScaledInts, backend: str = "auto",
     ``compress`` engines call it after every step without leaving their own representation,
     the others run in groups of :data:`PROGRESS_GROUP` steps and report after each group."""
     if backend == "auto":
-        backend = _auto_backend(steps)
+        backend = _auto_backend(steps, X)
     try:
         fn = BACKENDS[backend]
     except KeyError:
@@ -139,8 +139,12 @@ def run_stack(steps: Sequence[AffineStep], X: ScaledInts, backend: str = "auto",
     return StackResult(res.out, tr, res.backend)
 
 
-def _auto_backend(steps: Sequence[AffineStep]) -> str:
-    if "native" in BACKENDS:
+NATIVE_AUTO_MIN_WORK = 1 << 17  # tokens x steps below which auto does not load numba (its start-up costs more)
+
+
+def _auto_backend(steps: Sequence[AffineStep], X: Optional[ScaledInts] = None) -> str:
+    big = X is None or X.shape[1] * len(steps) >= NATIVE_AUTO_MIN_WORK
+    if big and "native" in BACKENDS:
         from .native import applies as native_applies
 
         if native_applies(steps):

@@ -42,7 +42,7 @@ from ..native.rows import ints_of, lincomb
 from .affine_stack import BACKENDS, AffineStep, ScaledInts, StackResult
 
 LIMIT = 1 << 62
-NATIVE_MIN_VALUES = 32  # rows past int64 on at least this many values use the compiled limb kernels
+NATIVE_MIN_VALUES = 1024  # rows past int64 on at least this many values use the compiled limb kernels (below: loading numba costs more than it saves)
 COMPILED = AVAILABLE  # numba is importable (it is imported at the first wide row, not here)
 
 

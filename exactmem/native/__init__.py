@@ -47,10 +47,16 @@ def kernels():
     return _mod
 
 
+HASH_MIN_ROWS = 4096  # fewer rows: np.unique (no numba start-up for small runs)
+
+
 def first_index_rows(A):
     """For an int64 array A of shape (n,) or (n, w): per row, the index of its class of equal rows
     (classes numbered in order of first occurrence) and the first row of each class, as int64
-    arrays — by a compiled hash table, O(n). None without numba (callers use ``np.unique``)."""
+    arrays — by a compiled hash table, O(n). None without numba, or below :data:`HASH_MIN_ROWS`
+    rows, where loading numba costs more than the sort it saves (callers use ``np.unique``)."""
+    if len(A) < HASH_MIN_ROWS:
+        return None
     k = kernels()
     if k is None:
         return None
