@@ -275,7 +275,7 @@ def test_forward_progress_through_the_engines(backend):
     through Python integers) or groups the steps (the others): same outputs, layers reported in
     order, the last report is the whole stack."""
     from exactmem.model import Model, affine, forward
-    from exactmem.model.forward import PROGRESS_STEPS
+    from exactmem.model.affine_stack import PROGRESS_GROUP as PROGRESS_STEPS
 
     rnd = random.Random(3)
     layers = [affine([[F(rnd.randint(-9, 9), 2 ** rnd.randint(0, 3)) for _ in range(2)] for _ in range(2)],

@@ -313,7 +313,7 @@ def test_forward_reports_layers_and_gives_the_same_outputs():
     from fractions import Fraction as F
 
     from exactmem.model import Model, affine, forward
-    from exactmem.model.forward import PROGRESS_STEPS
+    from exactmem.model.affine_stack import PROGRESS_GROUP as PROGRESS_STEPS
 
     layers = [affine([[F(k + 2, k + 1)]], relu=k % 2 == 0) for k in range(150)]
     m = Model(layers, input_dim=1)

@@ -106,7 +106,7 @@ BACKENDS = {
 }
 
 
-PROGRESS_GROUP = 64  # steps per group when a backend without its own progress reports through run_stack
+PROGRESS_GROUP = 64  # progress is reported every this many steps (and at the end), whatever the backend
 
 #: backends that call ``on_step(steps done)`` themselves, keeping their state between steps
 STEP_PROGRESS = {"compress", "native"}
@@ -115,9 +115,10 @@ STEP_PROGRESS = {"compress", "native"}
 def run_stack(steps: Sequence[AffineStep], X: ScaledInts, backend: str = "auto", trace: bool = False,
               on_step: Optional[Callable[[int], None]] = None) -> StackResult:
     """Evaluate the steps on the batch X exactly. ``backend``: auto | native | limbs | flint |
-    compress | fraction. ``on_step(steps done)``: progress (display only); the ``native`` and
-    ``compress`` engines call it after every step without leaving their own representation,
-    the others run in groups of :data:`PROGRESS_GROUP` steps and report after each group."""
+    compress | fraction. ``on_step(steps done)``: progress (display only), every
+    :data:`PROGRESS_GROUP` steps and at the end; the ``native`` and ``compress`` engines count
+    their steps without leaving their own representation, the others run in groups of that many
+    steps."""
     if backend == "auto":
         backend = _auto_backend(steps, X)
     try:
@@ -127,7 +128,13 @@ def run_stack(steps: Sequence[AffineStep], X: ScaledInts, backend: str = "auto",
     if on_step is None:
         return fn(steps, X, trace=trace)
     if backend in STEP_PROGRESS:
-        return fn(steps, X, trace=trace, on_step=on_step)
+        n = len(steps)
+
+        def every_group(k: int) -> None:
+            if k % PROGRESS_GROUP == 0 or k == n:
+                on_step(k)
+
+        return fn(steps, X, trace=trace, on_step=every_group)
     res = None
     tr: list = []
     for a in range(0, len(steps), PROGRESS_GROUP):

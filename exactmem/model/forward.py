@@ -375,27 +375,12 @@ def concat_columns(parts: Sequence[ScaledInts]) -> ScaledInts:
     return ScaledInts(rows, D)
 
 
-PROGRESS_STEPS = 64  # affine steps between two progress reports of a long feed-forward stack
-
-
-def _stack_with_progress(steps: Sequence[AffineStep], X: ScaledInts, backend: str, report: Callable[[int], None]):
-    """:func:`run_stack_chunked` with ``report(steps done)`` every :data:`PROGRESS_STEPS` steps
-    and at the end. The engine reports its steps itself (``run_stack(on_step=...)``), so the
-    stack is not cut into groups whose outputs would go through Python integers and back."""
-    n = len(steps)
-
-    def on_step(k: int) -> None:
-        if k % PROGRESS_STEPS == 0 or k == n:
-            report(k)
-
-    return run_stack_chunked(steps, X, backend=backend, on_step=on_step)
-
-
 def run_stack_chunked(steps: Sequence[AffineStep], X: ScaledInts, backend: str = "auto", trace: bool = False,
                       on_step: Optional[Callable[[int], None]] = None):
     """``run_stack`` over column chunks, so a wide layer (e.g. width 10^4 on 10^4 tokens)
     never materialises more than ``MAX_BATCH_ENTRIES`` entries at once. ``on_step(steps done)``:
-    progress (with several chunks, the steps of the chunks done so far, scaled to the stack)."""
+    progress as :func:`run_stack` reports it (with several chunks, the steps of the chunks done so
+    far, scaled to the stack)."""
     from .affine_stack import StackResult
 
     width = max([X.shape[0]] + [s.m_out for s in steps])
@@ -410,7 +395,7 @@ def run_stack_chunked(steps: Sequence[AffineStep], X: ScaledInts, backend: str =
         if on_step is not None:
             def sub(k: int, c: int = c) -> None:
                 done = (c * len(steps) + k) // len(starts)
-                if done and (k == len(steps) or done % PROGRESS_STEPS == 0):
+                if done:
                     on_step(done)
         parts.append(run_stack(steps, ScaledInts([r[a:a + chunk] for r in X.rows], X.den), backend=backend,
                                trace=trace, on_step=sub))
@@ -533,7 +518,7 @@ def forward(model: Model, inputs, trace: bool = False, backend: str = "auto", pr
             on_layer: Optional[Callable[[int, int], None]] = None) -> ForwardResult:
     """Evaluate ``model`` on every input sequence. Exact unless the model has softmax.
     ``on_layer(layers done, layers)``: progress, called as the layers are passed (display only;
-    long feed-forward stacks report every :data:`PROGRESS_STEPS` steps)."""
+    long feed-forward stacks report every ``affine_stack.PROGRESS_GROUP`` steps)."""
     if not inputs:
         return ForwardResult([], True, None, [] if trace else None, [])
     cols, lengths = _inputs_to_columns(model, inputs)
@@ -567,11 +552,9 @@ def forward(model: Model, inputs, trace: bool = False, backend: str = "auto", pr
                     # token-wise layers act on each column alone: run them on the distinct
                     # columns only (a vocabulary of V ≪ N·n tokens), then put them back
                     uniq, where = (state_exact, None) if trace else _distinct_columns(state_exact)
-                    if on_layer is None or trace:
-                        res = run_stack_chunked(steps, uniq, backend=backend, trace=trace)
-                    else:  # in groups of steps, reporting the layers passed after each
-                        res = _stack_with_progress(steps, uniq, backend, lambda k, i=i, j=j: on_layer(
-                            i + (j - i) * k // len(steps), len(layers)))
+                    on_step = None if on_layer is None or trace else (  # steps done -> layers passed
+                        lambda k, i=i, j=j, n=len(steps): on_layer(i + (j - i) * k // n, len(layers)))
+                    res = run_stack_chunked(steps, uniq, backend=backend, trace=trace, on_step=on_step)
                     state_exact = res.out if where is None else _gather_columns(res.out, where)
                     if tr is not None:
                         for lj, k in bounds:
