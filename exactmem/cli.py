@@ -47,8 +47,8 @@ def _cmd_certify(args) -> int:
     try:
         if args.workers < 1 or (args.chunk_size is not None and args.chunk_size < 0):
             raise ProofFileError("--workers must be at least 1 and --chunk-size at least 0")
-        if _engine_available(args.engine):
-            raise ProofFileError(_engine_available(args.engine))
+        if why := _engine_available(args.engine):
+            raise ProofFileError(why)
         rows = certify_file(args.proof, out_dir=args.out, seed=args.seed, size=args.size, gzip_output=args.gzip,
                             backend=args.engine, quiet=args.quiet, only=args.only, on_row=show,
                             checker=args.checker, chunk_examples=args.chunk_size, workers=args.workers,
@@ -189,8 +189,8 @@ def _cmd_sweep(args) -> int:
             certify=args.certify, engine=args.engine, float_engine=args.float_engine, prec=args.prec)
         if args.workers < 1:
             raise SweepError("--workers must be at least 1")
-        if _engine_available(args.engine):
-            raise SweepError(_engine_available(args.engine))
+        if why := _engine_available(args.engine):
+            raise SweepError(why)
         os.makedirs(out, exist_ok=True)
         line = "python -m exactmem sweep " + " ".join(shlex.quote(a) for a in args.argv_rest)
         path = os.path.join(out, COMMANDS_FILE)

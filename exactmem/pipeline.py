@@ -21,7 +21,7 @@ from .model.forward import InputError
 from .model.layers import ModelError
 from .model.forward import decode_output, forward
 from .model.measure import measure, paper_counts
-from .errors import plural
+from .errors import one_line, plural
 from .progress import Progress, duration
 from .proof import Theorem, load_proof_file
 
@@ -153,7 +153,7 @@ def _outputs_of(model, inputs, labels, backend: str, on_layer=None) -> list:
 
 
 def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_output: bool = False,
-                     backend: str = "auto", quiet: bool = False, prefix: str = "", checker: str = "pure",
+                     backend: str = "auto", quiet: bool = False, checker: str = "pure",
                      progress: Optional[Progress] = None, chunk_examples: Optional[int] = None, client=None) -> Row:
     """Build, evaluate, write and independently check one instance.
 
@@ -289,7 +289,7 @@ def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: 
 def error_row(theorem: str, instance: str, e: BaseException) -> Row:
     """The row of an instance that could not be built or certified: verdict ``ERROR``, the
     exception's type and message (one line)."""
-    what = " ".join(str(e).split()) or "(no message)"
+    what = one_line(e) or "(no message)"
     prefix = f"{theorem} [{instance}]: "
     if what.startswith(prefix):
         what = what[len(prefix):]

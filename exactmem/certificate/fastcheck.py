@@ -82,13 +82,12 @@ from .facts import DataFacts
 from .evaluate import common_divisor
 from .linear import Affine, Attention, Embed, FeedForward, Lin
 from .limits import LimitExceeded
-from ..native import AVAILABLE, first_index_rows, kernels
+from ..native import AVAILABLE, NATIVE_MIN_VALUES, first_index_rows, kernels
 from ..native.rows import ints_of, lincomb
 
 __all__ = ["check_certificate_fast", "check_examples_fast", "chunk_groups", "fast_supported", "merged_chunks"]
 
 INT64_SAFE = 1 << 62
-NATIVE_MIN_VALUES = 1024  # rows past int64 on at least this many values: compiled limb arrays (exactmem/native; below, loading numba costs more than it saves)
 COMPILED = AVAILABLE  # numba is importable (it is imported at the first wide row, not here)
 _clock = [lambda: None]  # the running check's Budget.tick, set by _evaluate (work on big integers checks it)
 GROUP_EXAMPLES = 50_000  # a version-2 certificate's chunks are evaluated together up to this many examples

@@ -37,12 +37,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..native import AVAILABLE, first_index_rows, kernels
+from ..native import AVAILABLE, NATIVE_MIN_VALUES, first_index_rows, kernels
 from ..native.rows import ints_of, lincomb
 from .affine_stack import BACKENDS, AffineStep, ScaledInts, StackResult
 
 LIMIT = 1 << 62
-NATIVE_MIN_VALUES = 1024  # rows past int64 on at least this many values use the compiled limb kernels (below: loading numba costs more than it saves)
 COMPILED = AVAILABLE  # numba is importable (it is imported at the first wide row, not here)
 
 

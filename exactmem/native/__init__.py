@@ -15,7 +15,12 @@ from __future__ import annotations
 import importlib.util
 import os
 
-__all__ = ["AVAILABLE", "kernels", "first_index_rows"]
+__all__ = ["AVAILABLE", "NATIVE_MIN_VALUES", "kernels", "first_index_rows"]
+
+#: rows past int64 on at least this many distinct values are computed as compiled limb arrays, by
+#: the producer's compress engine and the checker's accelerator alike (each reads it as its own
+#: module global); below, loading numba costs more than it saves
+NATIVE_MIN_VALUES = 1024
 
 
 def _available() -> bool:
