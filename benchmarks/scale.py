@@ -1,15 +1,16 @@
-"""Scale rows of issue 13: Kajitsuka & Sato next-token at N = 10^4 and 10^5, 1 and 2 workers.
+"""Scale rows of issues 13 and 27: Kajitsuka & Sato next-token at N = 10^4, 10^5 (and 10^6), 1 and 2 workers.
 
 Each row is one fresh ``python -m exactmem certify proofs/kajitsuka.py --size large|xlarge
 --workers W`` under GNU time: the stage times (build, forward, write, check) from ``--json``,
 the wall time, and the peak resident memory of the largest single process of the run (the
 certify process, Dask nannies and workers: GNU time's maxrss covers waited-for descendants).
 Then the growth exponents of forward, check and wall time between consecutive sizes (for each
-worker count), the ratios 1 worker / 2 workers, and the library's cost against the CLI path
+worker count) and, over three sizes or more, the least-squares exponent of all of them; the ratios 1 worker / 2 workers, and the library's cost against the CLI path
 (``benchmarks/library_vs_cli.py``) at N = 10^4.
 
     python benchmarks/scale.py                  # N = 10^4 and 10^5, workers 1 and 2 (about 25 minutes)
     python benchmarks/scale.py --sizes large    # N = 10^4 only
+    python benchmarks/scale.py --sizes large,xlarge,xxlarge --workers 2 --no-library   # 10^4 -> 10^6 (about 40 minutes)
 """
 
 from __future__ import annotations
@@ -42,6 +43,13 @@ def run(size: str, workers: int) -> dict:
             "rss_mb": int(line[2]) / 1024, **{k: row["timings"].get(k) for k in ("build", "forward", "write", "check")}}
 
 
+def slope(ns, ts) -> float:
+    """The least-squares exponent a of t ~ c N^a (a line through the points (log N, log t))."""
+    xs, ys = [math.log(n) for n in ns], [math.log(t) for t in ts]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="large,xlarge")
@@ -69,6 +77,11 @@ def main():
                            if a.get(key) and b.get(key))
             print(f"growth {a['N']:,} -> {b['N']:,} ({w} worker{'s' if w > 1 else ''}): {ex}, "
                   f"memory x{b['rss_mb'] / a['rss_mb']:.1f}")
+        if len(pts) >= 3:
+            fit = ", ".join(f"{key} N^{slope([p['N'] for p in pts], [p[key] for p in pts]):.2f}"
+                            for key in ("forward", "check", "wall", "rss_mb") if all(p.get(key) for p in pts))
+            print(f"growth {pts[0]['N']:,} -> {pts[-1]['N']:,} ({w} worker{'s' if w > 1 else ''}), "
+                  f"least squares over {len(pts)} sizes: {fit}")
     for size in args.sizes.split(","):
         one = [r for r in res if r["size"] == size and r["workers"] == 1]
         two = [r for r in res if r["size"] == size and r["workers"] == 2]

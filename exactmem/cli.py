@@ -67,7 +67,7 @@ def _cmd_certify(args) -> int:
     if not rows:
         return report_error(f"{args.proof} has no instances for --size {args.size}"
                             + (f" matching --only {args.only!r}" if args.only else "")
-                            + " (`--size small|medium|large|xlarge`; `--only` matches theorem or instance names)")
+                            + " (`--size small|medium|large|xlarge|xxlarge`; `--only` matches theorem or instance names)")
     if args.json:
         print(json.dumps([r.__dict__ for r in rows], indent=1, default=str))
     else:
@@ -256,8 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("proof", help="proof file, e.g. proofs/relu_interpolation.py")
     c.add_argument("--out", default="certificates", help="directory for certificates (default: certificates)")
     c.add_argument("--seed", type=int, default=0, help="seed for data and random choices (default 0)")
-    c.add_argument("--size", choices=("small", "medium", "large", "xlarge"), default="small",
-                   help="which instances to run (xlarge: Kajitsuka next-token at N = 100,000)")
+    c.add_argument("--size", choices=("small", "medium", "large", "xlarge", "xxlarge"), default="small",
+                   help="which instances to run (xlarge: Kajitsuka next-token at N = 100,000; xxlarge: at N = 1,000,000)")
     c.add_argument("--only", default=None,
                    help="run only the instances whose theorem or instance name contains this text, "
                         "or exactly THEOREM/INSTANCE")
@@ -311,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--theorem", action="append", help="theorem name (repeatable; default: all)")
     w.add_argument("--only", default=None, help="only theorems whose name contains this text")
     w.add_argument("--instance", action="append", help="base instance name (repeatable; any size)")
-    w.add_argument("--size", choices=("small", "medium", "large", "xlarge"), default="small",
+    w.add_argument("--size", choices=("small", "medium", "large", "xlarge", "xxlarge"), default="small",
                    help="instances of this size when --instance is not given (with --param: the first one)")
     w.add_argument("--param", action="append", metavar="KEY=V1,V2",
                    help="override a parameter with a list of values (a:b and a:b:step ranges, 1e4, 2^10); "

@@ -181,31 +181,36 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
         times["build"] = time.perf_counter() - t0
         engine = getattr(inst, "engine", None) if backend == "auto" else None
         engine = engine or backend
-        prog.stage("forward", f"forward pass on {plural(len(ds), 'example')}, {len(model.layers)} layers "
-                              f"(engine {engine}) ...")
-        t1 = time.perf_counter()
-        outputs = claimed_outputs(model, ds, engine, client,
-                                  on_layer=lambda k, n: prog.within(k, n, "layer"))
-        times["forward"] = time.perf_counter() - t1
-        prog.stage("write", "writing the certificate ...")
         m = measure(model)
         hyps = hypothesis_records(built.hypotheses)
-        doc = build_certificate(theorem.name, inst.name, seed, model, ds, outputs, built.claims,
-                                error_bound=built.error_bound,
-                                meta={"source": theorem.source, "statement": theorem.statement,
-                                      "params": {k: str(v) for k, v in inst.params.items()},
-                                      "info": {k: str(v) for k, v in built.info.items()},
-                                      **{k: v for k, v in built.meta.items() if k in BUILT_META},
-                                      **({"hypotheses": hyps} if hyps else {})})
-        del outputs
+        meta = {"source": theorem.source, "statement": theorem.statement,
+                "params": {k: str(v) for k, v in inst.params.items()},
+                "info": {k: str(v) for k, v in built.info.items()},
+                **{k: v for k, v in built.meta.items() if k in BUILT_META},
+                **({"hypotheses": hyps} if hyps else {})}
         fname = f"{theorem.name}.{inst.name}.json" + (".gz" if gzip_output else "")
         k = chunk_examples if chunk_examples is not None else (CHUNK_EXAMPLES if len(ds) > AUTO_CHUNK_ABOVE else 0)
-        path = write_certificate(doc, os.path.join(out_dir, fname), chunk_examples=k or None)
-        del doc  # the checker re-reads the file; the producer's document is not needed any more
-        times["write"] = time.perf_counter() - t1 - times["forward"]
+        if k and len(ds) > k:  # chunked: evaluated and written batch by batch (memory of one batch)
+            path = _stream(theorem.name, inst.name, seed, model, ds, built, meta, os.path.join(out_dir, fname), k,
+                           engine, prog, times)
+        else:
+            prog.stage("forward", f"forward pass on {plural(len(ds), 'example')}, {len(model.layers)} layers "
+                                  f"(engine {engine}) ...")
+            t1 = time.perf_counter()
+            outputs = claimed_outputs(model, ds, engine, client,
+                                      on_layer=lambda k, n: prog.within(k, n, "layer"))
+            times["forward"] = time.perf_counter() - t1
+            prog.stage("write", "writing the certificate ...")
+            doc = build_certificate(theorem.name, inst.name, seed, model, ds, outputs, built.claims,
+                                    error_bound=built.error_bound, meta=meta)
+            del outputs
+            path = write_certificate(doc, os.path.join(out_dir, fname), chunk_examples=k or None)
+            del doc  # the checker re-reads the file; the producer's document is not needed any more
+            times["write"] = time.perf_counter() - t1 - times["forward"]
+        rows_total, counts, claims, info = len(ds), paper_counts(model), [str(c) for c in built.claims], built.info
+        del built, model, ds  # the checker re-reads the file: the producer's construction and data can go
         prog.stage(f"check ({checker})", f"checking {path} ({checker} checker) ...")
         t2 = time.perf_counter()
-        rows_total = len(ds)
         try:
             if client is not None:
                 from .distributed.check import check_sharded, worker_status
@@ -222,7 +227,7 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
         times["check"] = time.perf_counter() - t2
         dt = time.perf_counter() - t0
         row = Row(theorem.name, inst.name, verdict.status, m.n_params, m.width, m.depth, m.max_bits, m.total_bits,
-                  dt, path, verdict.message, [str(c) for c in built.claims], paper_counts(model), built.info,
+                  dt, path, verdict.message, claims, counts, info,
                   verdict.witness, checker, engine, times, hyps, verdict.measured.get("n_examples"),
                   verdict.measured.get("n_rows"))
         if own:
@@ -231,6 +236,26 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
     finally:
         if own:
             prog.close()
+
+
+def _stream(theorem: str, instance: str, seed: int, model, ds, built, meta: dict, path: str, k: int, engine: str,
+            prog: Progress, times: dict) -> str:
+    """A chunked certificate, evaluated and written batch by batch (:mod:`certificate.stream`):
+    the exact forward pass runs in this process (the compiled engines are fastest there), one
+    batch of examples at a time, and each batch's chunk files are written before the next."""
+    from .certificate.stream import batch_count, stream_certificate
+    from .certificate.writer import certificate_head
+
+    batches = batch_count(len(ds), k)
+    prog.stage("forward+write", f"forward pass and chunk files of {plural(len(ds), 'example')} in "
+                                f"{plural(batches, 'batch', 'batches')}, {len(model.layers)} layers (engine {engine}) ...")
+
+    def outputs_of(part, j: int) -> list:
+        return _outputs_of(model, part.inputs, part.labels, engine,
+                           lambda done, n: prog.within(done, n, f"batch {j + 1}/{batches}, layer"))
+
+    head = certificate_head(theorem, instance, seed, model, built.claims, built.error_bound, meta=meta)
+    return stream_certificate(head, model, ds, outputs_of, path, k, timings=times)
 
 
 def _done_line(row: Row) -> str:

@@ -29,7 +29,7 @@ from .certificate.writer import Claim
 from .data.dataset import Dataset
 from .model.layers import Model
 
-SIZES = ("small", "medium", "large", "xlarge")
+SIZES = ("small", "medium", "large", "xlarge", "xxlarge")
 
 
 class ProofFileError(ValueError):

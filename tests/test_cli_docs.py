@@ -87,7 +87,7 @@ def test_free_text_choices_are_choices():
     assert tuple(choices(("bounds", "next-token"), "--kind")) == ("hardmax", "uniform", "softmax")
     for act in ("chain", "next-token", "degrees"):
         assert tuple(choices(("bounds", act), "--convention")) == ("paper", "exact")
-    assert tuple(choices(("certify",), "--size")) == ("small", "medium", "large", "xlarge")
+    assert tuple(choices(("certify",), "--size")) == ("small", "medium", "large", "xlarge", "xxlarge")
 
 
 # ---------------------------------------------------------------------------------- --version

@@ -287,3 +287,22 @@ def test_forward_progress_through_the_engines(backend):
     assert a.outputs == forward(m, xs, backend="fraction").outputs
     assert seen[-1] == (150, 150) and len(seen) == -(-150 // PROGRESS_STEPS)
     assert [k for k, _ in seen] == sorted(k for k, _ in seen)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_max_bit_length_equals_python(seed):
+    """The accelerator's per-layer size (``max_bit_length`` on limb arrays) is the largest
+    ``abs(v).bit_length()``, at limb boundaries, for -2^k and for all-zero columns."""
+    from exactmem.native.rows import limbs_of
+
+    def to_limbs(vs):  # the accelerator's (K, n) layout
+        return limbs_of(np.array(vs, dtype=object))
+
+    rng = random.Random(seed)
+    vals = [rng.choice([1, -1]) * rng.getrandbits(rng.randrange(0, 200)) for _ in range(rng.randrange(1, 40))]
+    vals += [-(1 << (30 * rng.randrange(1, 6))), (1 << 30) - 1, -(1 << 30) + 1, 0][:rng.randrange(0, 5)]
+    L = to_limbs(vals)
+    assert native.kernels().max_bit_length(L) == max(abs(v).bit_length() for v in vals)
+    assert native.kernels().max_bit_length(to_limbs([0, 0])) == 0
+    for v in (-(1 << 90), -(1 << 89) - 1, (1 << 120) - 1, -1):
+        assert native.kernels().max_bit_length(to_limbs([v, 3])) == max(abs(v).bit_length(), 2)

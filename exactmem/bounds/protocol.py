@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .report import Report
 
-SIZES = ("small", "medium", "large", "xlarge")  # the --size levels of exactmem.proof
+SIZES = ("small", "medium", "large", "xlarge", "xxlarge")  # the --size levels of exactmem.proof
 
 
 class BoundsFileError(ValueError):

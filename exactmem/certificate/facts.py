@@ -19,12 +19,13 @@ from __future__ import annotations
 import hashlib
 from fractions import Fraction
 from math import lcm
-from operator import mul, sub
+from operator import mul
 from typing import Dict, List, Optional, Tuple
 
 DATA_QUANTITIES = ("n_examples", "n_rows", "seq_len", "label_classes", "distinct_tokens", "max_norm2", "min_sep2")
 VERDICT_QUANTITIES = ("n_pass", "n_fail")  # graph models: distinct inputs whose claimed verdict was confirmed
 VECTOR_QUANTITIES = ("max_norm2", "min_sep2")  # need the distinct token vectors, not only their count
+KNOWN_TOKENS = 1 << 16  # token objects whose bytes DataFacts remembers (then it starts afresh)
 
 
 def _int_bytes(v: int) -> bytes:
@@ -62,11 +63,25 @@ class DataFacts:
         self.rows = self.repeats = self.seq_len = 0
         self.classes: set = set()  # the distinct label values (one per position for sequence-to-sequence)
         self.tokens: Dict[bytes, object] = {}  # canonical token bytes -> the vector (or None)
+        self.known: Dict[int, tuple] = {}  # id(token) -> (token, its bytes); holding the token keeps its id unique
+
+    def token_bytes(self, t) -> bytes:
+        """:func:`token_bytes` of ``t``, computed once per token object of an immutable kind
+        (the parser shares one tuple among equal input tokens)."""
+        hit = self.known.get(id(t))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+        tb = token_bytes(t)
+        if type(t) is tuple:
+            if len(self.known) >= KNOWN_TOKENS:
+                self.known.clear()
+            self.known[id(t)] = (t, tb)
+        return tb
 
     def add(self, row: int, x: list, label) -> Optional[int]:
         h = hashlib.sha256()
         for t in x:
-            tb = token_bytes(t)
+            tb = self.token_bytes(t)
             h.update(tb)
             if tb not in self.tokens:
                 self.tokens[tb] = t if self.vectors and not isinstance(t, int) else None
@@ -127,14 +142,14 @@ class DataFacts:
             vs = [v for v in self.tokens.values() if v is not None]
             L = lcm(*(x.denominator for v in vs for x in v)) if vs else 1  # integer coordinates over L
             iv = [[x.numerator * (L // x.denominator) for x in v] for v in vs]
-            q["max_norm2"] = Fraction(max((sum(map(mul, v, v)) for v in iv), default=0), L * L)
+            norms = [sum(map(mul, v, v)) for v in iv]
+            q["max_norm2"] = Fraction(max(norms, default=0), L * L)
             best = None
-            for i, v in enumerate(iv):  # Kajitsuka & Sato's δ: the least gap between distinct tokens
+            for i, v in enumerate(iv):  # Kajitsuka & Sato's δ²: the least ‖v − w‖² = ‖v‖² + ‖w‖² − 2 v·w
                 if tick is not None:
                     tick()
-                for w in iv[:i]:
-                    dv = list(map(sub, v, w))
-                    d = sum(map(mul, dv, dv))
+                if i:
+                    d = norms[i] + min(nw - 2 * sum(map(mul, v, w)) for w, nw in zip(iv[:i], norms))
                     best = d if best is None or d < best else best
             q["min_sep2"] = None if best is None else Fraction(best, L * L)
         return q

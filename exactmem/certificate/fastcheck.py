@@ -506,10 +506,20 @@ def _initial_rows(cert: ParsedCertificate, T: int) -> Tuple[List[_Row], int, int
         emb: Embed = cert.layers[0]
         keys = [(t, s) if emb.P is not None else t for x in cert.inputs for s, t in enumerate(x)]
     else:  # (numerators, denominators): rationals in lowest terms, so equal keys <=> equal tokens, and
-        # hashing tuples of ints is much cheaper than hashing Fractions (a modular inverse each)
+        # hashing tuples of ints is much cheaper than hashing Fractions (a modular inverse each); a token
+        # object the parser shares among examples is keyed once (by id: cert.inputs keeps it alive)
         num, den = attrgetter("numerator"), attrgetter("denominator")
-        keys = [(tuple(map(num, tok)), tuple(map(den, tok))) for x in cert.inputs for tok in x]
-    tmap = np.fromiter((seen.setdefault(key, len(seen)) for key in keys), dtype=np.int64, count=T)
+        by_id: Dict[int, int] = {}
+
+        def index(tok) -> int:
+            j = by_id.get(id(tok))
+            if j is None:
+                j = by_id[id(tok)] = seen.setdefault((tuple(map(num, tok)), tuple(map(den, tok))), len(seen))
+            return j
+
+        keys = [index(tok) for x in cert.inputs for tok in x]
+    tmap = np.fromiter((seen.setdefault(key, len(seen)) if cert.tokens else key for key in keys), dtype=np.int64,
+                       count=T)
     ix = _Index(None, T) if len(seen) == T else _Index(tmap, len(seen))
     if cert.tokens:
         cols = [emb.E[t] if emb.P is None else [a + b for a, b in zip(emb.E[t], emb.P[s])]

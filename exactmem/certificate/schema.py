@@ -161,6 +161,7 @@ class _Reader:
 
     def __init__(self, budget: Budget):
         self.budget, self.params = budget, []
+        self.known: Dict[tuple, tuple] = {}  # an input token's texts -> its validated vector (tokens repeat)
 
     def rat(self, x, path: str) -> Fraction:
         if not isinstance(x, str):
@@ -181,6 +182,19 @@ class _Reader:
         v = [self.rat(y, f"{path}[{i}]") for i, y in enumerate(_list(x, path, n, nonempty=True))]
         if param:
             self.params.extend(v)
+        return v
+
+    def token(self, t, n: Optional[int], path: str) -> tuple:
+        """An input token (n rationals) as an immutable vector, validated the first time its texts
+        occur; later occurrences of the same texts share that vector (the same budget tick)."""
+        key = tuple(t) if type(t) is list and all(type(y) is str for y in t) else None
+        v = self.known.get(key) if key is not None else None
+        if v is None:
+            v = tuple(self.vec(t, n, path))
+            if key is not None:
+                self.known[key] = v
+        else:
+            self.budget.tick()
         return v
 
     def mat(self, x, rows: Optional[int], cols: Optional[int], path: str) -> List[List[Fraction]]:
@@ -391,7 +405,7 @@ def _examples(rd: _Reader, spec: tuple, ds: dict, outs, where: str, out_where: s
             if P_rows is not None and n > P_rows:
                 bad(path, f"sequence of length {n} is longer than the {P_rows} rows of model.layers[0].P")
         else:
-            inputs.append([rd.vec(t, in_dim, f"{path}[{s}]") for s, t in enumerate(xs[e])])
+            inputs.append([rd.token(t, in_dim, f"{path}[{s}]") for s, t in enumerate(xs[e])])
         for i in need2:
             if (n if last_at is None or last_at >= i else 1) < 2:
                 bad(path, f"model.layers[{i}] attends to keys 'others' of a length-1 sequence (no keys left)")

@@ -65,22 +65,37 @@ def build_certificate(theorem: str, instance: str, seed: Optional[int], model: M
                       outputs: List[Any], claims: List[Claim], error_bound=None, max_precision: int = 4096,
                       meta: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Assemble a certificate document (dict) and stamp its content hash."""
-    doc = {
+    doc = certificate_head(theorem, instance, seed, model, claims, error_bound, max_precision, meta)
+    doc["dataset"] = dataset_to_json(dataset, model.decode)
+    doc["outputs"] = outputs_json(model, outputs)
+    doc["hash"] = canonical_hash(doc)
+    return doc
+
+
+def certificate_head(theorem: str, instance: str, seed: Optional[int], model: Model, claims: List[Claim],
+                     error_bound=None, max_precision: int = 4096, meta: Optional[Dict[str, Any]] = None
+                     ) -> Dict[str, Any]:
+    """Everything of a certificate document but its examples: ``dataset`` and ``outputs`` are
+    None (in their places, so the file's key order is the same), and no hash yet."""
+    return {
         "format": FORMAT,
         "version": VERSION,
         "theorem": theorem,
         "instance": instance,
         "seed": seed,
         "model": model_to_json(model),
-        "dataset": dataset_to_json(dataset, model.decode),
-        "outputs": [_output_json(model, o) for o in outputs],
+        "dataset": None,
+        "outputs": None,
         "claims": [c.to_json() for c in claims],
         "check": {"error_bound": format_rational(error_bound) if error_bound is not None else None,
                   "max_precision": int(max_precision)},
         "meta": dict(meta or {}),
     }
-    doc["hash"] = canonical_hash(doc)
-    return doc
+
+
+def outputs_json(model: Model, outputs: List[Any]) -> List[Any]:
+    """The claimed outputs as the certificate writes them."""
+    return [_output_json(model, o) for o in outputs]
 
 
 def write_certificate(doc: Dict[str, Any], path: str, chunk_examples: Optional[int] = None) -> str:
@@ -102,20 +117,36 @@ def _encode(obj, gz: bool) -> bytes:
 
 def _write_chunks(doc: Dict[str, Any], path: str, k: int) -> Dict[str, Any]:
     """Write the chunk files of ``doc`` next to ``path``; return the version-2 main document."""
-    gz = path.endswith(".gz")
+    gz, stem = path.endswith(".gz"), chunk_stem(path)
+    ds, outs = doc["dataset"], doc["outputs"]
+    chunks = [write_chunk(path, stem, i, lo, ds["inputs"][lo:lo + k], ds["labels"][lo:lo + k], outs[lo:lo + k], gz)
+              for i, lo in enumerate(range(0, len(ds["inputs"]), k))]
+    return chunked_document(doc, chunks)
+
+
+def chunk_stem(path: str) -> str:
+    """The stem of a certificate's chunk file names (``<stem>.chunk00000.json``), one the checker accepts."""
     base = os.path.basename(path)
     stem = base[:-8] if base.endswith(".json.gz") else base[:-5] if base.endswith(".json") else base
-    stem = re.sub(r"[^A-Za-z0-9._-]", "_", stem).lstrip(".-") or "certificate"  # a name the checker accepts
-    ds, outs, chunks = doc["dataset"], doc["outputs"], []
-    for i, lo in enumerate(range(0, len(ds["inputs"]), k)):
-        body = {"format": CHUNK_FORMAT, "first": lo, "inputs": ds["inputs"][lo:lo + k],
-                "labels": ds["labels"][lo:lo + k], "outputs": outs[lo:lo + k]}  # "first": equal rows, distinct chunks
-        data = _encode(body, gz)
-        name = f"{stem}.chunk{i:05d}.json" + (".gz" if gz else "")
-        write_bytes_atomic(data, os.path.join(os.path.dirname(os.path.abspath(path)), name))
-        chunks.append({"file": name, "sha256": hashlib.sha256(data).hexdigest(), "examples": len(body["inputs"]),
-                       "first": lo})
+    return re.sub(r"[^A-Za-z0-9._-]", "_", stem).lstrip(".-") or "certificate"
+
+
+def write_chunk(path: str, stem: str, i: int, first: int, inputs: list, labels: list, outputs: list,
+                gz: bool) -> Dict[str, Any]:
+    """Write chunk i (examples from ``first`` on, in JSON form) next to the certificate at
+    ``path``; return its entry in the main document (file, SHA-256, examples, first)."""
+    body = {"format": CHUNK_FORMAT, "first": first, "inputs": inputs, "labels": labels,
+            "outputs": outputs}  # "first": equal rows, distinct chunks
+    data = _encode(body, gz)
+    name = f"{stem}.chunk{i:05d}.json" + (".gz" if gz else "")
+    write_bytes_atomic(data, os.path.join(os.path.dirname(os.path.abspath(path)), name))
+    return {"file": name, "sha256": hashlib.sha256(data).hexdigest(), "examples": len(inputs), "first": first}
+
+
+def chunked_document(doc: Dict[str, Any], chunks: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The version-2 main document naming ``chunks``, hashed."""
     new = {**doc, "version": 2, "dataset": {"chunks": chunks}, "outputs": None}
+    new.pop("hash", None)
     new["hash"] = canonical_hash(new)
     return new
 

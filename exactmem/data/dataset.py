@@ -43,7 +43,20 @@ def _token_to_json(tok, input_type):
 
 
 def dataset_to_json(ds: Dataset, decode: str = "identity") -> Dict[str, Any]:
-    inputs = [[_token_to_json(t, ds.input_type) for t in X] for X in ds.inputs]
+    """The dataset's JSON form; a token object shared among sequences is formatted once (each
+    occurrence gets a list of its own, so editing one example's JSON never edits another's)."""
+    if ds.input_type == "tokens":
+        inputs = [list(X) for X in ds.inputs]
+    else:
+        done: Dict[int, list] = {}  # id(token) -> its texts; ds keeps every token alive meanwhile: ids are unique
+
+        def token_json(t) -> list:
+            j = done.get(id(t))
+            if j is None:
+                j = done[id(t)] = _token_to_json(t, ds.input_type)
+            return j.copy()
+
+        inputs = [[token_json(t) for t in X] for X in ds.inputs]
     if decode == "argmax":
         labels = [lab if isinstance(lab, int) else list(lab) for lab in ds.labels]
     else:

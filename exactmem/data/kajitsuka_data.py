@@ -54,7 +54,7 @@ class SequenceData:
     @property
     def N_distinct(self) -> int:
         """The number of pairwise-distinct sequences (what a certificate's n_examples counts)."""
-        return len(set(map(tuple, self.sequences)))
+        return len(set(self.token_index()[1]))  # equal token ids <=> equal sequences
 
     @property
     def d(self) -> int:
@@ -62,19 +62,24 @@ class SequenceData:
 
     def token_index(self) -> Tuple[List[Token], List[Tuple[int, ...]]]:
         """(distinct tokens in order of first occurrence, each sequence as token ids); computed
-        once (hashing ints, not Fractions) and cached."""
+        once (hashing ints, not Fractions; a token object shared among sequences is keyed once,
+        by its id: the sequences keep it alive meanwhile) and cached."""
         if self._index is None:
             ids: Dict[tuple, int] = {}
+            by_id: Dict[int, int] = {}
             tokens: List[Token] = []
             seqs = []
             for X in self.sequences:
                 row = []
                 for t in X:
-                    key = tuple((x.numerator, x.denominator) for x in t)
-                    j = ids.get(key)
+                    j = by_id.get(id(t))
                     if j is None:
-                        j = ids[key] = len(tokens)
-                        tokens.append(t)
+                        key = tuple((x.numerator, x.denominator) for x in t)
+                        j = ids.get(key)
+                        if j is None:
+                            j = ids[key] = len(tokens)
+                            tokens.append(t)
+                        by_id[id(t)] = j
                     row.append(j)
                 seqs.append(tuple(row))
             self._index = (tokens, seqs)

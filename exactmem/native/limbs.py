@@ -362,36 +362,39 @@ def uniform(Y, Ylen, B, Z, Krow):
 
 @njit(cache=True, nogil=True)
 def max_bit_length(L):
-    """The largest bit length of |v| over the canonical values of a limb array L (K, n)."""
+    """The largest bit length of |v| over the canonical values of a limb array L (K, n). The
+    magnitudes' limbs are made one limb row at a time (negative values negated, their carries
+    kept per value), so the array is read in memory order; the highest limb row that is not all
+    zero decides: its largest limb x gives bit_length(x) + S * row."""
     K, n = L.shape
-    best = 0
-    a = np.empty(K, np.int64)
+    neg = np.empty(n, np.bool_)
     for t in range(n):
-        neg = L[K - 1, t] < 0
-        if neg:  # |v| = -v: negate the limbs (two's complement, carried)
-            c = np.int64(0)
-            for l in range(K):
-                x = -L[l, t] + c
-                if l < K - 1:
-                    c = x >> S
-                    a[l] = x - (c << S)
-                else:
-                    a[l] = x
-        else:
-            for l in range(K):
-                a[l] = L[l, t]
-        for l in range(K - 1, -1, -1):
-            x = a[l]
-            if x != 0:
-                b = 0
-                while x > 0:
-                    x >>= 1
-                    b += 1
-                b += l * S
-                if b > best:
-                    best = b
-                break
-    return best
+        neg[t] = L[K - 1, t] < 0
+    c = np.zeros(n, np.int64)
+    top_l = -1
+    top_x = np.int64(0)
+    for l in range(K):
+        m = np.int64(0)
+        inner = l < K - 1
+        for t in range(n):
+            x = L[l, t]
+            if neg[t]:
+                x = c[t] - x
+                if inner:
+                    q = x >> S
+                    c[t] = q
+                    x -= q << S
+            if x > m:
+                m = x
+        if m > 0:
+            top_l, top_x = l, m
+    if top_l < 0:
+        return 0
+    b = 0
+    while top_x > 0:
+        top_x >>= 1
+        b += 1
+    return b + top_l * S
 
 
 # ----------------------------------------------------------------------------- de-duplication

@@ -233,6 +233,7 @@ THEOREMS = [
             _inst("N1000-n8-d16-C4", ("medium",), N=1000, n=8, d=16, C=4),
             _inst("N10000-n8-d16-C4", ("large",), N=10000, n=8, d=16, C=4),
             _inst("N100000-n8-d16-C4", ("xlarge",), N=100000, n=8, d=16, C=4),
+            _inst("N1000000-n8-d16-C4", ("xxlarge",), N=1000000, n=8, d=16, C=4),
         ],
     ),
     Theorem(

@@ -1,0 +1,82 @@
+"""The streaming producer (issue 27 item 2): chunk files written batch by batch are byte for
+byte the files the whole-document writer makes, and they certify; a wrong output in a late
+batch is found by the checker."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from exactmem.certificate.checker import check_certificate, load_certificate
+from exactmem.certificate.chunkfiles import chunk_reader
+from exactmem.certificate.stream import batch_count, stream_certificate
+from exactmem.certificate.writer import build_certificate, certificate_head, write_certificate
+from exactmem.pipeline import _outputs_of
+from exactmem.proof import load_proof_file
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def built():
+    th = [t for t in load_proof_file(os.path.join(ROOT, "proofs", "kajitsuka.py")) if t.name == "kajitsuka.next_token"][0]
+    return th.build({"N": 60, "n": 4, "d": 3, "C": 3}, 0)
+
+
+def _files(d):
+    return {f: open(os.path.join(d, f), "rb").read() for f in sorted(os.listdir(d))}
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("chunk,batch", [(7, 7), (7, 20), (25, 1), (60, 100)])
+def test_stream_writes_the_same_bytes_as_the_whole_document(built, tmp_path, chunk, batch, gz):
+    model, ds = built.model, built.dataset
+    outs = _outputs_of(model, ds.inputs, ds.labels, "auto")
+    name = "c.json.gz" if gz else "c.json"
+    a, b = tmp_path / "whole", tmp_path / "stream"
+    doc = build_certificate("k", "i", 0, model, ds, outs, built.claims, meta={"m": 1})
+    write_certificate(doc, str(a / name), chunk_examples=chunk)
+    seen = []
+
+    def outputs_of(part, j):
+        seen.append((j, len(part)))
+        return _outputs_of(model, part.inputs, part.labels, "auto")
+
+    times = {}
+    head = certificate_head("k", "i", 0, model, built.claims, meta={"m": 1})
+    stream_certificate(head, model, ds, outputs_of, str(b / name), chunk, batch_examples=batch, timings=times)
+    if chunk < len(ds):  # the whole-document writer chunks only datasets larger than a chunk
+        assert _files(a) == _files(b)
+    step = -(-batch // chunk) * chunk
+    assert [j for j, _ in seen] == list(range(batch_count(len(ds), chunk, batch)))
+    assert [k for _, k in seen] == [min(step, len(ds) - lo) for lo in range(0, len(ds), step)]
+    assert set(times) == {"forward", "write"}
+    v = check_certificate(load_certificate(str(b / name)), read_chunk=chunk_reader(str(b)))
+    assert v.status == "CERTIFIED", v.message
+
+
+def test_a_wrong_output_in_the_last_batch_is_refuted(built, tmp_path):
+    model, ds = built.model, built.dataset
+
+    def outputs_of(part, j):
+        outs = _outputs_of(model, part.inputs, part.labels, "auto")
+        if j == 2:
+            outs[-1] = tuple(x + 1 for x in outs[-1])
+        return outs
+
+    head = certificate_head("k", "i", 0, model, built.claims)
+    p = stream_certificate(head, model, ds, outputs_of, str(tmp_path / "c.json"), 10, batch_examples=20)
+    v = check_certificate(load_certificate(p), read_chunk=chunk_reader(str(tmp_path)))
+    assert v.status == "REFUTED" and v.witness["example"] == len(ds) - 1, v.message
+
+
+def test_certify_streams_chunked_instances(tmp_path):
+    from exactmem.pipeline import certify_file
+
+    rows = certify_file(os.path.join(ROOT, "proofs", "kajitsuka.py"), str(tmp_path), only="kajitsuka.next_token/N12-n4-d3-C4",
+                        quiet=True, chunk_examples=5, checker="fast")
+    assert [r.verdict for r in rows] == ["CERTIFIED"]
+    assert set(rows[0].timings) == {"build", "forward", "write", "check"}
+    assert sorted(f for f in os.listdir(tmp_path) if ".chunk" in f) == [
+        f"kajitsuka.next_token.N12-n4-d3-C4.chunk{i:05d}.json" for i in range(3)]
