@@ -7,6 +7,7 @@ pass (fast engine) → certificate file → independent checker (re-reads the fi
 from __future__ import annotations
 
 import os
+import pickle
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -192,7 +193,7 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
         k = chunk_examples if chunk_examples is not None else (CHUNK_EXAMPLES if len(ds) > AUTO_CHUNK_ABOVE else 0)
         if k and len(ds) > k:  # chunked: evaluated and written batch by batch (memory of one batch)
             path = _stream(theorem.name, inst.name, seed, model, ds, built, meta, os.path.join(out_dir, fname), k,
-                           engine, prog, times)
+                           engine, prog, times, client)
         else:
             prog.stage("forward", f"forward pass on {plural(len(ds), 'example')}, {len(model.layers)} layers "
                                   f"(engine {engine}) ...")
@@ -239,23 +240,72 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
 
 
 def _stream(theorem: str, instance: str, seed: int, model, ds, built, meta: dict, path: str, k: int, engine: str,
-            prog: Progress, times: dict) -> str:
+            prog: Progress, times: dict, client=None) -> str:
     """A chunked certificate, evaluated and written batch by batch (:mod:`certificate.stream`):
-    the exact forward pass runs in this process (the compiled engines are fastest there), one
-    batch of examples at a time, and each batch's chunk files are written before the next."""
-    from .certificate.stream import batch_count, stream_certificate
+    batches of STREAM_BATCH examples by the exact forward pass in this process (the compiled
+    engines report each layer), or, with a Dask ``client``, one batch per worker at a time
+    (at most STREAM_BATCH examples, else the dataset split evenly over the workers); each
+    batch's chunk files are written before the next batch's outputs are taken."""
+    from .certificate.stream import STREAM_BATCH, batch_ranges, stream_certificate
     from .certificate.writer import certificate_head
 
-    batches = batch_count(len(ds), k)
+    size = STREAM_BATCH
+    if client is not None:
+        from .distributed.cluster import worker_count
+
+        size = min(STREAM_BATCH, -(-len(ds) // max(1, worker_count(client))))
+    ranges = batch_ranges(len(ds), k, size)
+    where = " on the workers" if client is not None else ""
     prog.stage("forward+write", f"forward pass and chunk files of {plural(len(ds), 'example')} in "
-                                f"{plural(batches, 'batch', 'batches')}, {len(model.layers)} layers (engine {engine}) ...")
-
-    def outputs_of(part, j: int) -> list:
-        return _outputs_of(model, part.inputs, part.labels, engine,
-                           lambda done, n: prog.within(done, n, f"batch {j + 1}/{batches}, layer"))
-
+                                f"{plural(len(ranges), 'batch', 'batches')}{where}, {len(model.layers)} layers "
+                                f"(engine {engine}) ...")
+    if client is not None:
+        outputs = _batches_on_workers(client, model, ds, ranges, engine, prog)
+    else:
+        outputs = (_outputs_of(model, ds.inputs[a:b], ds.labels[a:b], engine,
+                               lambda done, n, j=j: prog.within(done, n, f"batch {j + 1}/{len(ranges)}, layer"))
+                   for j, (a, b) in enumerate(ranges))
     head = certificate_head(theorem, instance, seed, model, built.claims, built.error_bound, meta=meta)
-    return stream_certificate(head, model, ds, outputs_of, path, k, timings=times)
+    return stream_certificate(head, model, ds, outputs, path, k, size, timings=times)
+
+
+def _batches_on_workers(client, model, ds, ranges, backend: str, prog: Progress):
+    """The outputs of each batch in order, each batch computed on a Dask worker, at most one
+    batch per worker in flight (the model goes to each worker once). The workers report the
+    layer they have reached (the per-worker progress of sharded checks, docs/scaling.md)."""
+    from collections import deque
+
+    from .distributed.check import _Reporter, _subscribed, worker_status
+    from .distributed.cluster import worker_count
+
+    m = client.scatter(model, broadcast=True, hash=False)
+    todo, running = iter(enumerate(ranges)), deque()
+    with _subscribed(client, lambda st: prog.status(f"forward: {worker_status(st)}")) as report:
+        def submit(where: Optional[str]) -> None:
+            nxt = next(todo, None)
+            if nxt is not None:
+                j, (a, b) = nxt
+                # one pickle: the sequences keep sharing their token objects (Dask would send the
+                # list's items one by one, a copy of every token in every sequence)
+                place = {"workers": [where]} if where else {}
+                blob = client.scatter(pickle.dumps((ds.inputs[a:b], ds.labels[a:b]), protocol=5), hash=False, **place)
+                running.append((where, client.submit(_outputs_of_pickled, m, blob, backend,
+                                                     _Reporter(report, a, b, "layers"), pure=False, **place)))
+
+        for where in (list(client.scheduler_info().get("workers", {})) or [None])[:max(1, worker_count(client))]:
+            submit(where)  # one batch per worker, each on its own worker
+        while running:
+            where, f = running.popleft()
+            out = f.result()
+            submit(where)
+            yield out
+
+
+def _outputs_of_pickled(model, blob: bytes, backend: str, on_layer=None) -> list:
+    """Worker task: :func:`_outputs_of` of the (inputs, labels) pickled in ``blob``."""
+    inputs, labels = pickle.loads(blob)
+    del blob
+    return _outputs_of(model, inputs, labels, backend, on_layer)
 
 
 def _done_line(row: Row) -> str:

@@ -14,40 +14,52 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..data.dataset import Dataset, dataset_to_json
 from ..model.layers import Model
 from .writer import chunk_stem, chunked_document, outputs_json, write_bytes_atomic, write_chunk, _encode
 
-#: Examples evaluated together (a multiple of the chunk size is best): large enough that the exact
-#: engines share work among equal values, small enough that one batch's rows and text stay small.
-STREAM_BATCH = 50_000
+#: Examples evaluated together. The exact engines share the work of equal register values among
+#: the examples of a batch, so the cost of a batch grows much more slowly than its size (Kajitsuka
+#: N = 10⁶: 4× the examples for 1.55× the time per layer, docs/scaling.md): batches are as large
+#: as memory allows (a batch of 500,000 needs about 2 GB of working memory there).
+STREAM_BATCH = 500_000
 
 
-def stream_certificate(head: Dict[str, Any], model: Model, dataset: Dataset,
-                       outputs_of: Callable[[Dataset, int], List[Any]], path: str, chunk_examples: int,
-                       batch_examples: int = STREAM_BATCH, timings: Optional[Dict[str, float]] = None) -> str:
-    """Write a version-2 certificate for ``dataset`` at ``path`` in chunks of ``chunk_examples``.
-
-    ``head``: :func:`writer.certificate_head`'s document. ``outputs_of(part, j)``: the claimed
-    outputs of the examples of ``part`` (batch j, from 0), e.g. the exact forward pass.
-    ``batch_examples`` is rounded up to a whole number of chunks. ``timings`` gets the seconds
-    spent in ``outputs_of`` ("forward") and in formatting and writing ("write")."""
+def batch_ranges(n: int, chunk_examples: int, batch_examples: int = STREAM_BATCH) -> List[Tuple[int, int]]:
+    """The (first, end) example ranges of the batches: ``batch_examples`` rounded up to whole chunks."""
     if chunk_examples < 1:
         raise ValueError("chunk_examples must be at least 1")
     step = -(-max(batch_examples, 1) // chunk_examples) * chunk_examples
-    gz, stem, n = path.endswith(".gz"), chunk_stem(path), len(dataset)
+    return [(lo, min(lo + step, n)) for lo in range(0, n, step)]
+
+
+def stream_certificate(head: Dict[str, Any], model: Model, dataset: Dataset, outputs: Iterable[List[Any]],
+                       path: str, chunk_examples: int, batch_examples: int = STREAM_BATCH,
+                       timings: Optional[Dict[str, float]] = None) -> str:
+    """Write a version-2 certificate for ``dataset`` at ``path`` in chunks of ``chunk_examples``.
+
+    ``head``: :func:`writer.certificate_head`'s document. ``outputs``: the claimed outputs of
+    the batches of :func:`batch_ranges` (``batch_examples``), in order, e.g. a generator of
+    exact forward passes; the next batch's are asked for after this one's chunks are written.
+    ``timings`` gets the seconds spent waiting for outputs ("forward") and formatting and
+    writing ("write")."""
+    gz, stem = path.endswith(".gz"), chunk_stem(path)
     chunks: List[Dict[str, Any]] = []
     spent = {"forward": 0.0, "write": 0.0}
-    for j, lo in enumerate(range(0, n, step)):
-        part = replace(dataset, inputs=dataset.inputs[lo:lo + step], labels=dataset.labels[lo:lo + step])
+    batches = iter(outputs)
+    for lo, hi in batch_ranges(len(dataset), chunk_examples, batch_examples):
         t0 = time.perf_counter()
-        outs = outputs_of(part, j)
+        outs = next(batches, None)
         t1 = time.perf_counter()
+        if outs is None or len(outs) != hi - lo:
+            raise ValueError(f"examples {lo}-{hi - 1}: expected {hi - lo} outputs, got "
+                             f"{'none' if outs is None else len(outs)}")
+        part = replace(dataset, inputs=dataset.inputs[lo:hi], labels=dataset.labels[lo:hi])
         ds = dataset_to_json(part, model.decode)
         outs = outputs_json(model, outs)
-        for a in range(0, len(part), chunk_examples):
+        for a in range(0, hi - lo, chunk_examples):
             chunks.append(write_chunk(path, stem, len(chunks), lo + a, ds["inputs"][a:a + chunk_examples],
                                       ds["labels"][a:a + chunk_examples], outs[a:a + chunk_examples], gz))
         del ds, outs, part
@@ -60,9 +72,3 @@ def stream_certificate(head: Dict[str, Any], model: Model, dataset: Dataset,
     if timings is not None:
         timings.update(spent)
     return path
-
-
-def batch_count(n: int, chunk_examples: int, batch_examples: int = STREAM_BATCH) -> int:
-    """How many batches :func:`stream_certificate` evaluates for ``n`` examples."""
-    step = -(-max(batch_examples, 1) // chunk_examples) * chunk_examples
-    return max(1, -(-n // step))
