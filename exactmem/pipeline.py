@@ -140,8 +140,9 @@ def claimed_outputs(model, ds, backend: str = "auto", client=None, on_layer=None
         k = min(worker_count(client), len(ds.inputs) // FORWARD_SHARD_MIN)
         cuts = [len(ds.inputs) * i // k for i in range(k + 1)]
         m = client.scatter(model, broadcast=True, hash=False)
-        futs = [client.submit(_outputs_of, m, ds.inputs[a:b], ds.labels[a:b], backend, pure=False)
-                for a, b in zip(cuts, cuts[1:])]
+        blobs = [client.scatter(pickle.dumps((ds.inputs[a:b], ds.labels[a:b]), protocol=5), hash=False)
+                 for a, b in zip(cuts, cuts[1:])]  # pickled whole: the sequences keep sharing their tokens
+        futs = [client.submit(_outputs_of_pickled, m, blob, backend, pure=False) for blob in blobs]
         return [o for f in futs for o in f.result()]
     return _outputs_of(model, ds.inputs, ds.labels, backend, on_layer)
 

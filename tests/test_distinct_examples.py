@@ -144,6 +144,26 @@ def test_v1_a_repeated_row_spelled_otherwise_is_the_same_example():
     assert message.startswith("all 150 distinct examples pass (300 rows; 150 repeated rows counted once)")
 
 
+def test_a_repeated_token_text_is_read_once_and_every_other_text_is_validated():
+    """The kernel reads an input token's texts once (issue 27): equal texts give one immutable
+    vector; a different spelling is read on its own (equal value, same token for the facts),
+    and a bad text where a repeated token stood is malformed, naming its place."""
+    from exactmem.certificate.limits import Budget
+    from exactmem.certificate.schema import parse_certificate
+
+    doc = with_claims(_doubled("appended"), FIVE + [claim("distinct_tokens", "==", 299)])
+    cert = parse_certificate(copy.deepcopy(doc), Budget())
+    assert cert.inputs[0][0] is cert.inputs[150][0] and isinstance(cert.inputs[0][0], tuple)
+    assert cert.inputs[0][0] is not cert.inputs[1][0] and cert.inputs[1][0] == (1, 1)
+    doc2 = copy.deepcopy(doc)
+    doc2["dataset"]["inputs"][151][0] = ["2/2", "1"]  # (1, 1) spelled otherwise: the same token
+    assert verdict(rehash(doc2))[0] == "CERTIFIED"
+    bad = copy.deepcopy(doc)
+    bad["dataset"]["inputs"][151][0] = ["1", "1.0"]
+    status, _, message = verdict(rehash(bad))
+    assert status == "MALFORMED" and "dataset.inputs[151][0][1]" in message, message
+
+
 # ------------------------------------------------------------------ version 2: chunks of a Kajitsuka instance
 
 @pytest.fixture(scope="module")
@@ -357,3 +377,17 @@ def test_v2_an_honest_dataset_whose_chunks_repeat_is_not_malformed(tmp_path):
     status, witness, message = verdict(main, tmp_path)
     assert (status, witness) == ("CERTIFIED", None)
     assert message.startswith("all 150 distinct examples pass (300 rows; 150 repeated rows counted once)")
+
+
+def test_token_bytes_remembered_by_object_survive_reused_ids(monkeypatch):
+    """DataFacts remembers a token's canonical bytes by the token object (issue 27); objects that
+    die and whose ids are reused by other tokens must not get the old bytes."""
+    from exactmem.certificate import facts as F
+
+    monkeypatch.setattr(F, "KNOWN_TOKENS", 3)
+    f = F.DataFacts(vectors=True)
+    for i in range(200):  # a fresh tuple each row, freed after it: CPython reuses the ids
+        f.add(i, [(Fraction(i % 50), Fraction(1))], [Fraction(i % 50)])
+    q = f.quantities()
+    assert (q["n_examples"], q["n_rows"], q["distinct_tokens"]) == (50, 200, 50)
+    assert q["min_sep2"] == 1 and q["max_norm2"] == 49 ** 2 + 1
