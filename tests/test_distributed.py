@@ -265,3 +265,17 @@ def test_per_worker_progress_reaches_the_caller(client, tmp_path):
     assert worker_status({"tcp://10.0.0.1:4000": {"lo": 0, "hi": 50, "done": 7, "total": 20, "unit": "layers"},
                           "1": {"lo": 50, "hi": 100, "done": 1, "total": 1, "unit": "shard"}}) == (
         "worker 1: examples 50-99, done; worker 10.0.0.1:4000: examples 0-49, layer 7/20")
+
+
+def _malloc_environment():
+    import os
+
+    return os.environ.get("MALLOC_TRIM_THRESHOLD_"), os.environ.get("OMP_NUM_THREADS")
+
+
+def test_embedded_workers_keep_glibc_malloc_tuning(client):
+    """Dask's nanny would set MALLOC_TRIM_THRESHOLD_ (which makes the exact engines 2-3x slower
+    on a worker, docs/scaling.md); the embedded cluster's workers run without it, with Dask's
+    one-BLAS-thread setting kept."""
+    envs = set(client.run(_malloc_environment).values())
+    assert envs == {(None, "1")}, envs

@@ -113,6 +113,7 @@ def dask_client(workers: Optional[int] = None, scheduler: Optional[str] = None, 
         raise ClusterError(f"--workers must be at least 1, got {workers}")
     from distributed import Client, LocalCluster
 
+    keep_malloc_default()
     try:
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                                silence_logs=logging.CRITICAL)
@@ -123,6 +124,22 @@ def dask_client(workers: Optional[int] = None, scheduler: Optional[str] = None, 
         yield c
     finally:
         _close_embedded(c, cluster)
+
+
+def keep_malloc_default() -> None:
+    """Let the embedded cluster's worker processes keep glibc's own malloc tuning: Dask's nanny
+    sets ``MALLOC_TRIM_THRESHOLD_`` (``distributed.nanny.pre-spawn-environ``), and setting it
+    turns off glibc's adaptive mmap threshold, so every large array the exact engines allocate
+    per layer is mapped and unmapped afresh (page faults each time): Kajitsuka N = 10⁵, 50,000
+    examples on one worker took 60-68 s with it and 26-33 s without (24-27 s in one process;
+    docs/scaling.md). The other variables Dask sets (one BLAS thread) stay."""
+    import dask
+    import distributed  # noqa: F401 - loads Dask's distributed configuration
+
+    env = dict(dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {})
+    if "MALLOC_TRIM_THRESHOLD_" in env:
+        env.pop("MALLOC_TRIM_THRESHOLD_")
+        dask.config.set({"distributed.nanny.pre-spawn-environ": env})
 
 
 def abandon(client) -> None:
