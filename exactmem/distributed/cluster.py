@@ -132,14 +132,18 @@ def keep_malloc_default() -> None:
     turns off glibc's adaptive mmap threshold, so every large array the exact engines allocate
     per layer is mapped and unmapped afresh (page faults each time): Kajitsuka N = 10⁵, 50,000
     examples on one worker took 60-68 s with it and 26-33 s without (24-27 s in one process;
-    docs/scaling.md). The other variables Dask sets (one BLAS thread) stay."""
+    docs/scaling.md). The other variables Dask sets (one BLAS thread) stay. Dask's own way to
+    unset it is the value None; a nanny also writes the value into its own process's
+    environment, which the next workers would inherit, so that copy goes too."""
     import dask
     import distributed  # noqa: F401 - loads Dask's distributed configuration
 
-    env = dict(dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {})
-    if "MALLOC_TRIM_THRESHOLD_" in env:
-        env.pop("MALLOC_TRIM_THRESHOLD_")
-        dask.config.set({"distributed.nanny.pre-spawn-environ": env})
+    key = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
+    value = dask.config.get(key, default=None)
+    if value is not None:
+        dask.config.set({key: None})
+        if os.environ.get("MALLOC_TRIM_THRESHOLD_") == str(value):
+            del os.environ["MALLOC_TRIM_THRESHOLD_"]
 
 
 def abandon(client) -> None:
