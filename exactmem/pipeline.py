@@ -276,12 +276,12 @@ def _batches_on_workers(client, model, ds, ranges, backend: str, prog: Progress)
     layer they have reached (the per-worker progress of sharded checks, docs/scaling.md)."""
     from collections import deque
 
-    from .distributed.check import _Reporter, _subscribed, worker_status
+    from .distributed.check import LayerReporter, worker_progress, worker_status
     from .distributed.cluster import worker_count
 
     m = client.scatter(model, broadcast=True, hash=False)
     todo, running = iter(enumerate(ranges)), deque()
-    with _subscribed(client, lambda st: prog.status(f"forward: {worker_status(st)}")) as report:
+    with worker_progress(client, lambda st: prog.status(f"forward: {worker_status(st)}")) as report:
         def submit(where: Optional[str]) -> None:
             nxt = next(todo, None)
             if nxt is not None:
@@ -291,7 +291,7 @@ def _batches_on_workers(client, model, ds, ranges, backend: str, prog: Progress)
                 place = {"workers": [where]} if where else {}
                 blob = client.scatter(pickle.dumps((ds.inputs[a:b], ds.labels[a:b]), protocol=5), hash=False, **place)
                 running.append((where, client.submit(_outputs_of_pickled, m, blob, backend,
-                                                     _Reporter(report, a, b, "layers"), pure=False, **place)))
+                                                     LayerReporter(report, a, b, "layers"), pure=False, **place)))
 
         for where in (list(client.scheduler_info().get("workers", {})) or [None])[:max(1, worker_count(client))]:
             submit(where)  # one batch per worker, each on its own worker

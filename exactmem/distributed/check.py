@@ -63,10 +63,11 @@ def shard_ranges(n: int, shards: int) -> List[Tuple[int, int]]:
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
-class _Reporter:
+class LayerReporter:
     """Worker side of the per-worker progress: at most one event a second (Dask's
-    ``Worker.log_event`` on PROGRESS_TOPIC) saying which shard this worker checks and how far
-    it got; nothing when the check asked for no progress (``check`` None) or outside a worker."""
+    ``Worker.log_event`` on PROGRESS_TOPIC) saying which shard this worker checks (or which
+    batch the producer's forward pass evaluates) and how far it got; nothing when no progress
+    was asked for (``check`` None) or outside a worker."""
 
     def __init__(self, check: Optional[str], lo: int, hi: int, unit: str):
         self.check, self.lo, self.hi, self.unit, self.last = check, lo, hi, unit, None
@@ -112,7 +113,7 @@ def _shard_verdict(data: bytes, name: str, digest: str, lo: int, hi: int, cap: i
     """(verdict, facts) of one shard: the kernel's (or the accelerator's) verdict and the exported
     :class:`DataFacts` of the rows it saw (their input digests and labels, for the caller's count
     of distinct examples); the certificate is parsed once per worker process and kept."""
-    progress = _Reporter(report, lo, hi, "layers" if engine == "fast" else "shard")
+    progress = LayerReporter(report, lo, hi, "layers" if engine == "fast" else "shard")
     progress(0, 1)
     if _PARSED.get("digest") != digest:
         _PARSED.clear()
@@ -164,7 +165,7 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
     eng = "fast" if engine in ("auto", "fast") and fast_supported(cert) else "pure"
     read_chunk = chunk_reader(os.path.dirname(os.path.abspath(path)), limits)
     with _dask_logs_silenced(), dask_client(workers, scheduler, client, until_ns) as c, \
-            _subscribed(c, on_workers) as report:
+            worker_progress(c, on_workers) as report:
         nw = worker_count(c)
         plan = _plan(cert, n, nw, shards, eng)
         task = (os.path.basename(path), doc["hash"], cap, budget.limits, eng)
@@ -478,9 +479,10 @@ def _dask_logs_silenced() -> Iterator[None]:
 
 
 @contextmanager
-def _subscribed(client, on_workers: Optional[Callable[[Dict[str, dict]], None]]) -> Iterator[Optional[str]]:
-    """Listen to the workers' progress events of one check (a fresh id) while the body runs;
-    yields the id to pass to the shards (None: no progress wanted)."""
+def worker_progress(client, on_workers: Optional[Callable[[Dict[str, dict]], None]]) -> Iterator[Optional[str]]:
+    """Listen to the workers' progress events of one check or forward pass (a fresh id) while
+    the body runs; yields the id to pass to the tasks' :class:`LayerReporter` (None: no progress
+    wanted)."""
     if on_workers is None:
         yield None
         return
