@@ -139,11 +139,8 @@ def claimed_outputs(model, ds, backend: str = "auto", client=None, on_layer=None
 
         k = min(worker_count(client), len(ds.inputs) // FORWARD_SHARD_MIN)
         cuts = [len(ds.inputs) * i // k for i in range(k + 1)]
-        m = client.scatter(model, broadcast=True, hash=False)
-        blobs = [client.scatter(pickle.dumps((ds.inputs[a:b], ds.labels[a:b]), protocol=5), hash=False)
-                 for a, b in zip(cuts, cuts[1:])]  # pickled whole: the sequences keep sharing their tokens
-        futs = [client.submit(_outputs_of_pickled, m, blob, backend, pure=False) for blob in blobs]
-        return [o for f in futs for o in f.result()]
+        return [o for part in _batches_on_workers(client, model, ds, list(zip(cuts, cuts[1:])), backend)
+                for o in part]
     return _outputs_of(model, ds.inputs, ds.labels, backend, on_layer)
 
 
@@ -270,10 +267,11 @@ def _stream(theorem: str, instance: str, seed: int, model, ds, built, meta: dict
     return stream_certificate(head, model, ds, outputs, path, k, size, timings=times)
 
 
-def _batches_on_workers(client, model, ds, ranges, backend: str, prog: Progress):
-    """The outputs of each batch in order, each batch computed on a Dask worker, at most one
-    batch per worker in flight (the model goes to each worker once). The workers report the
-    layer they have reached (the per-worker progress of sharded checks, docs/scaling.md)."""
+def _batches_on_workers(client, model, ds, ranges, backend: str, prog: Optional[Progress] = None):
+    """The outputs of each batch (example ranges ``ranges``) in order, each batch computed on a
+    Dask worker, at most one batch per worker in flight (the model goes to each worker once).
+    With ``prog``, the workers report the layer they have reached (the per-worker progress of
+    sharded checks, docs/scaling.md)."""
     from collections import deque
 
     from .distributed.check import LayerReporter, worker_progress, worker_status
@@ -281,7 +279,8 @@ def _batches_on_workers(client, model, ds, ranges, backend: str, prog: Progress)
 
     m = client.scatter(model, broadcast=True, hash=False)
     todo, running = iter(enumerate(ranges)), deque()
-    with worker_progress(client, lambda st: prog.status(f"forward: {worker_status(st)}")) as report:
+    show = None if prog is None else (lambda st: prog.status(f"forward: {worker_status(st)}"))
+    with worker_progress(client, show) as report:
         def submit(where: Optional[str]) -> None:
             nxt = next(todo, None)
             if nxt is not None:
@@ -305,7 +304,6 @@ def _batches_on_workers(client, model, ds, ranges, backend: str, prog: Progress)
 def _outputs_of_pickled(model, blob: bytes, backend: str, on_layer=None) -> list:
     """Worker task: :func:`_outputs_of` of the (inputs, labels) pickled in ``blob``."""
     inputs, labels = pickle.loads(blob)
-    del blob
     return _outputs_of(model, inputs, labels, backend, on_layer)
 
 

@@ -68,8 +68,8 @@ class DataFacts:
     def token_bytes(self, t) -> bytes:
         """:func:`token_bytes` of ``t``, computed once per token object of an immutable kind
         (the parser shares one tuple among equal input tokens)."""
-        hit = self.known.get(id(t))
-        if hit is not None and hit[0] is t:
+        hit = self.known.get(id(t))  # an entry holds its token, so no other object has that id meanwhile
+        if hit is not None:
             return hit[1]
         tb = token_bytes(t)
         if type(t) is tuple:

@@ -505,7 +505,8 @@ def _initial_rows(cert: ParsedCertificate, T: int) -> Tuple[List[_Row], int, int
     seen: Dict[object, int] = {}
     if cert.tokens:
         emb: Embed = cert.layers[0]
-        keys = [(t, s) if emb.P is not None else t for x in cert.inputs for s, t in enumerate(x)]
+        at = [seen.setdefault((t, s) if emb.P is not None else t, len(seen))
+              for x in cert.inputs for s, t in enumerate(x)]
     else:  # (numerators, denominators): rationals in lowest terms, so equal keys <=> equal tokens, and
         # hashing tuples of ints is much cheaper than hashing Fractions (a modular inverse each); a token
         # object the parser shares among examples is keyed once (by id: cert.inputs keeps it alive)
@@ -518,9 +519,8 @@ def _initial_rows(cert: ParsedCertificate, T: int) -> Tuple[List[_Row], int, int
                 j = by_id[id(tok)] = seen.setdefault((tuple(map(num, tok)), tuple(map(den, tok))), len(seen))
             return j
 
-        keys = [index(tok) for x in cert.inputs for tok in x]
-    tmap = np.fromiter((seen.setdefault(key, len(seen)) if cert.tokens else key for key in keys), dtype=np.int64,
-                       count=T)
+        at = [index(tok) for x in cert.inputs for tok in x]
+    tmap = np.fromiter(at, dtype=np.int64, count=T)  # each token slot's distinct column
     ix = _Index(None, T) if len(seen) == T else _Index(tmap, len(seen))
     if cert.tokens:
         cols = [emb.E[t] if emb.P is None else [a + b for a, b in zip(emb.E[t], emb.P[s])]

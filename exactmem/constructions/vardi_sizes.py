@@ -42,13 +42,17 @@ def eq110_depth(N: int, C: int, R2: E.Enc, base: str = "2") -> E.Enc:
 
     as a rigorous enclosure (log base ``"2"`` — exactmem's reading — or ``"e"``). N ≥ 2.
     """
-    if N < 2:
-        raise ValueError("eq. (110) needs N ≥ 2 (log N = 0 at N = 1)")
-    log = _log(base)
-    ell = log(N)
-    logR = log(R2) * Fraction(1, 2)
-    mx = E.emax(logR, log(C))
+    ell, _, mx = _logs(N, C, R2, base, "(110)")
     return 6 + 3 * E.sqrt(N * ell) + 3 * E.sqrt(N / ell) * mx + 2 * E.sqrt(N / ell)
+
+
+def _logs(N: int, C: int, R2: E.Enc, base: str, eq: str):
+    """(log N, log R, max{log R, log C}): the logarithms eqs. (110) and (111) share. N ≥ 2."""
+    if N < 2:
+        raise ValueError(f"eq. {eq} needs N ≥ 2 (log N = 0 at N = 1)")
+    log = _log(base)
+    logR = log(R2) * Fraction(1, 2)
+    return log(N), logR, E.emax(logR, log(C))
 
 
 @dataclass(frozen=True)
@@ -130,12 +134,7 @@ def eq111_bits(N: int, C: int, R2: E.Enc, r2: Fraction, delta2: Fraction, V: int
 
         max{ log(3 d r V² √π δ⁻¹), √(N/log N)·max{log C, log R} + ⌈log R⌉, √(N/log N)·max{…} + 2 }
     """
-    if N < 2:
-        raise ValueError("eq. (111) needs N ≥ 2 (log N = 0 at N = 1)")
-    log = _log(base)
-    ell = log(N)
-    logR = log(R2) * Fraction(1, 2)
-    mx = E.emax(logR, log(C))
+    ell, logR, mx = _logs(N, C, R2, base, "(111)")
     first = lemma_c2_bits(d, r2, delta2, V, base)
     g = E.sqrt(N / ell)
     return E.emax(first, g * mx + E.ceil(logR), g * mx + 2)
