@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 from math import gcd
+from operator import attrgetter
 from typing import Callable, Iterable, Union
 
 from .certificate.text import int_str, parse_int
@@ -126,11 +127,13 @@ def round_to_bits(x: RationalLike, b: int, mode: str = "nearest") -> Fraction:
     return Fraction(m) * (Fraction(2) ** e)
 
 
+_denominator = attrgetter("denominator")
+
+
 def lcm_of_denominators(values: Iterable[Fraction]) -> int:
     """Least common multiple of the denominators (1 for an empty iterable)."""
     out = 1
-    for v in values:
-        q = v.denominator
+    for q in set(map(_denominator, values)):  # each distinct denominator once
         if q != 1:
             out = out * q // gcd(out, q)
     return out

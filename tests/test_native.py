@@ -306,3 +306,28 @@ def test_max_bit_length_equals_python(seed):
     assert native.kernels().max_bit_length(to_limbs([0, 0])) == 0
     for v in (-(1 << 90), -(1 << 89) - 1, (1 << 120) - 1, -1):
         assert native.kernels().max_bit_length(to_limbs([v, 3])) == max(abs(v).bit_length(), 2)
+
+
+@given(st.integers(1, 5), st.lists(st.integers(-3, 3), min_size=1, max_size=300), st.booleans(), st.booleans())
+@settings(max_examples=150, deadline=None)
+def test_equal_classes_of_columns_and_rows(width, flat, big, loaded):
+    """Hash classes (numba loaded) and ``np.unique`` classes (not loaded, few rows) group the
+    same rows; the column form groups the columns of the transposed array the same way."""
+    n = max(1, len(flat) // width)
+    A = np.array((flat * width)[:n * width], dtype=np.int64).reshape(n, width)
+    if big:
+        A = A * (2**62 // 4) + np.int64(-2**63 + 7) * (A == 3)
+    native.kernels()
+    saved = native._mod
+    if not loaded:
+        native._mod = None
+    try:
+        for first, inv in (native.equal_classes(A), native.equal_classes(np.ascontiguousarray(A.T), True)):
+            assert (A[first][inv] == A).all()
+            assert len(first) == len(np.unique(A, axis=0))
+            assert len(set(first.tolist())) == len(first)
+            # two rows share a class exactly when they are equal
+            same = (A[:, None, :] == A[None, :, :]).all(axis=2)
+            assert ((inv[:, None] == inv[None, :]) == same).all()
+    finally:
+        native._mod = saved

@@ -82,7 +82,7 @@ from .facts import DataFacts
 from .evaluate import common_divisor
 from .linear import Affine, Attention, Embed, FeedForward, Lin
 from .limits import LimitExceeded
-from ..native import AVAILABLE, NATIVE_MIN_VALUES, first_index_rows, kernels
+from ..native import AVAILABLE, NATIVE_MIN_VALUES, equal_classes, kernels
 from ..native.rows import ints_of, lincomb
 
 __all__ = ["check_certificate_fast", "check_examples_fast", "chunk_groups", "fast_supported", "merged_chunks"]
@@ -164,17 +164,11 @@ def _merge(ixs: List[_Index], T: int) -> Tuple[_Index, List[Optional[np.ndarray]
     return _Index(inv, len(first)), [ix.map[first] for ix in ixs]
 
 
-def _unique(a: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+def _unique(a: np.ndarray, columns: bool = False) -> Tuple[np.ndarray, np.ndarray]:
     """(first row of each class, class of each row) of the equal rows of an int64 array (n,) or
-    (n, w): a compiled hash table (``exactmem.native``, classes in order of first occurrence)
-    when numba is installed, else ``np.unique`` (sorted classes). Only which equal values are
-    computed once depends on it, never a value."""
-    got = first_index_rows(a)
-    if got is not None:
-        inv, first = got
-        return first, inv
-    _, first, inv = np.unique(a, axis=0 if a.ndim == 2 else None, return_index=True, return_inverse=True)
-    return first, inv.reshape(-1).astype(np.int64)
+    (n, w), or of its equal columns: :func:`exactmem.native.equal_classes` (only which equal values are
+    computed once depends on it, never a value)."""
+    return equal_classes(a, columns)
 
 
 def _dedup(vals: List[np.ndarray], ix: _Index) -> Tuple[List[np.ndarray], _Index]:
@@ -186,7 +180,8 @@ def _dedup(vals: List[np.ndarray], ix: _Index) -> Tuple[List[np.ndarray], _Index
         if any(v.dtype == object for v in vals):
             vals = [_as_object(v) for v in vals]
         else:  # int64 and limb arrays: one column per value / per limb (canonical, so equal <=> same)
-            first, inv = _unique(np.concatenate([v.reshape(-1, k) for v in vals], axis=0).T)
+            limbs = np.concatenate([v.reshape(-1, k) for v in vals]) if len(vals) > 1 else vals[0]
+            first, inv = _unique(limbs, True)
             if len(first) == k:
                 return vals, ix
             new_map = inv if ix.map is None else inv[ix.map]

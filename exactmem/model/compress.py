@@ -37,7 +37,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..native import AVAILABLE, NATIVE_MIN_VALUES, first_index_rows, kernels
+from ..native import AVAILABLE, NATIVE_MIN_VALUES, equal_classes, kernels
 from ..native.rows import ints_of, lincomb
 from .affine_stack import BACKENDS, AffineStep, ScaledInts, StackResult
 
@@ -96,16 +96,11 @@ def _align(maps: List[_Classes]) -> Tuple[_Classes, List[Optional[np.ndarray]]]:
     return _Classes(inv, len(rep)), [c.arr[rep] for c in maps]
 
 
-def _unique(a: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+def _unique(a: np.ndarray, columns: bool = False) -> Tuple[np.ndarray, np.ndarray]:
     """(first row of each class, class of each row) of the equal rows of an int64 array (n,) or
-    (n, w): the compiled hash kernel (classes in order of first occurrence) or ``np.unique``
-    (sorted classes); which equal rows are merged is the same either way."""
-    got = first_index_rows(a)
-    if got is not None:
-        inv, first = got
-        return first, inv
-    _, first, inv = np.unique(a, axis=0 if a.ndim == 2 else None, return_index=True, return_inverse=True)
-    return first, inv.reshape(-1).astype(np.int64)
+    (n, w), or of its equal columns: :func:`exactmem.native.equal_classes` (only which equal values are
+    computed once depends on it, never a value)."""
+    return equal_classes(a, columns)
 
 
 def _collapse(vs: List[np.ndarray], cls: _Classes) -> Tuple[List[np.ndarray], _Classes]:
@@ -117,7 +112,8 @@ def _collapse(vs: List[np.ndarray], cls: _Classes) -> Tuple[List[np.ndarray], _C
         if any(v.dtype == object for v in vs):
             vs = [np.array(ints_of(v), dtype=object) if v.ndim == 2 else v for v in vs]
         else:  # int64 and limb arrays: one int64 column per value / per limb (canonical, so unique)
-            first, inv = _unique(np.concatenate([v.reshape(-1, n) for v in vs], axis=0).T)
+            limbs = np.concatenate([v.reshape(-1, n) for v in vs]) if len(vs) > 1 else vs[0]
+            first, inv = _unique(limbs, True)
             if len(first) == n:
                 return vs, cls
             new = inv if cls.arr is None else inv[cls.arr]

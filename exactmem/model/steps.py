@@ -52,8 +52,10 @@ class AffineStep:
     def integer_form(self) -> Tuple[int, List[List[int]], List[int]]:
         """(D, D·W, D·b) with D the least common denominator of all entries."""
         D = lcm_of_denominators([x for row in self.W for x in row] + list(self.b))
-        Wi = [[int(x * D) for x in row] for row in self.W]
-        bi = [int(x * D) for x in self.b]
+        if D == 1:  # integer entries: their numerators (no Fraction arithmetic)
+            return 1, [[x.numerator for x in row] for row in self.W], [x.numerator for x in self.b]
+        Wi = [[x.numerator * (D // x.denominator) for x in row] for row in self.W]
+        bi = [x.numerator * (D // x.denominator) for x in self.b]
         return D, Wi, bi
 
 

@@ -7,7 +7,8 @@ NumPy / Python-int paths: a compiled path falls back, it never fails.
 
 ``kernels`` (imported lazily through :func:`kernels`) holds the compiled functions:
 conversions between Python ints and limb arrays, one exact affine+ReLU step over a batch of
-multi-limb integers, and a hash-based de-duplication of int64 rows. See ``exactmem/native/limbs.py``.
+multi-limb integers, and a hash-based de-duplication of int64 rows or columns
+(:func:`equal_classes`). See ``exactmem/native/limbs.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import importlib.util
 import os
 
-__all__ = ["AVAILABLE", "NATIVE_MIN_VALUES", "kernels", "first_index_rows"]
+__all__ = ["AVAILABLE", "NATIVE_MIN_VALUES", "kernels", "equal_classes"]
 
 #: rows past int64 on at least this many distinct values are computed as compiled limb arrays, by
 #: the producer's compress engine and the checker's accelerator alike (each reads it as its own
@@ -52,22 +53,28 @@ def kernels():
     return _mod
 
 
-HASH_MIN_ROWS = 4096  # fewer rows: np.unique (no numba start-up for small runs)
+HASH_MIN_ROWS = 4096  # fewer rows, numba not loaded yet: np.unique (no numba start-up for small runs)
 
 
-def first_index_rows(A):
-    """For an int64 array A of shape (n,) or (n, w): per row, the index of its class of equal rows
-    (classes numbered in order of first occurrence) and the first row of each class, as int64
-    arrays — by a compiled hash table, O(n). None without numba, or below :data:`HASH_MIN_ROWS`
-    rows, where loading numba costs more than the sort it saves (callers use ``np.unique``)."""
-    if len(A) < HASH_MIN_ROWS:
-        return None
-    k = kernels()
-    if k is None:
-        return None
+def equal_classes(A, columns: bool = False):
+    """The classes of equal rows of an int64 array A (n,) or (n, w) — or, with ``columns``, of
+    equal columns of A (w, n) — as ``(first, inv)``: the first row (column) of each class and,
+    per row (column), the index of its class. A compiled hash table, O(n), classes in order of
+    first occurrence, when numba is already loaded or from :data:`HASH_MIN_ROWS` rows on (below,
+    loading numba would cost more than the sort it saves); otherwise ``np.unique`` (classes in
+    sorted order). Which rows share a class is the same either way: only exact equality counts."""
     import numpy as np
 
-    A = np.ascontiguousarray(A, dtype=np.int64)
-    if A.ndim == 1:
-        A = A.reshape(-1, 1)
-    return k.first_index_rows(A)
+    n = A.shape[-1] if columns else len(A)
+    k = _mod if n < HASH_MIN_ROWS else kernels()
+    if k is not None and n:
+        A = np.ascontiguousarray(A, dtype=np.int64)
+        if columns:
+            inv, first = k.first_index_cols(A.reshape(-1, n))
+        else:
+            inv, first = k.first_index_rows(A.reshape(n, -1))
+        return first, inv
+    if columns:
+        A = A.reshape(-1, n).T
+    _, first, inv = np.unique(A, axis=0 if A.ndim == 2 else None, return_index=True, return_inverse=True)
+    return first, inv.reshape(-1).astype(np.int64)

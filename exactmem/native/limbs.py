@@ -95,17 +95,18 @@ def limbs_to_bytes(L, nb):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _normalize(a, i, n, nt):
-    """Carry-normalize a[i, 0..n-1, :nt] (every token column; the top limb n-1 stays signed)."""
-    for l in range(n - 1):
-        for t in range(nt):
+def _normalize(a, i, lo, n, off, nt):
+    """Carry-normalize a[i, lo..n-1, off:off+nt] (every token column; the top limb n-1 stays
+    signed); the limbs below lo must already be in [0, 2^30)."""
+    for l in range(lo, n - 1):
+        for t in range(off, off + nt):
             c = a[i, l, t] >> S
             a[i, l, t] -= c << S
             a[i, l + 1, t] += c
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _trim(a, i, n, nt):
+def _trim(a, i, n, off, nt):
     """Merge top limbs that are sign extension in every token column (0 or -1) into the limb
     below; returns the new length (>= 1). Values do not change. A -1 is not merged onto a 0
     (that would make the top -2^30): a trimmed entry of n limbs is below 2^(30·n) in magnitude,
@@ -113,12 +114,12 @@ def _trim(a, i, n, nt):
     ``(y - 1) >> 63`` is -1 exactly when y = 0: branch-free tests that vectorize.)"""
     while n > 1:
         bad = np.int64(0)
-        for t in range(nt):
+        for t in range(off, off + nt):
             x = a[i, n - 1, t]
             bad |= (x ^ (x >> 63)) | ((x >> 63) & ((a[i, n - 2, t] - 1) >> 63))
         if bad != 0:
             break
-        for t in range(nt):
+        for t in range(off, off + nt):
             a[i, n - 2, t] += a[i, n - 1, t] << S
         n -= 1
     return n
@@ -130,6 +131,97 @@ def _all_zero(a, i, nt):
     for t in range(nt):
         o |= a[i, 0, t]
     return o == 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _linear_part(D, d, off, nt, e0, e1, X, b0, ys, ly, direct, cm_list, cm_sgn, mag_ptr, mags):
+    """One block of the linear part ``Σ_e cm_sgn[e]·M_e·y_{cm_list[e]}`` (entries e0..e1-1 of a
+    combo, see :func:`step_block`) into ``D[d, :, off:off+nt]``, carry-normalized and trimmed;
+    returns its length.
+
+    The first ``+1·y`` entry is copied rather than added (``y`` is canonical, so the limbs of
+    the copy below its top are already in [0, 2^30)), only the limbs it does not cover are
+    zeroed, and the carry pass starts at the lowest limb anything was added to: for the
+    selection rows ``ρ(2^M·s + U)`` of a wide U this is one copy of U and work on its top limbs
+    only."""
+    hi = 1
+    full = 0  # products that can land on one output limb, at most
+    first = -1  # the entry copied
+    for e in range(e0, e1):
+        n = ly[cm_list[e]]
+        if n:
+            kw = mag_ptr[e + 1] - mag_ptr[e]
+            h = kw + n + 1
+            if h > hi:
+                hi = h
+            if not (kw == 1 and mags[mag_ptr[e]] == 1):
+                full += min(kw, n)
+            elif first < 0 and cm_sgn[e] > 0:
+                first = e
+    # at most 7 products (each |.| <= 2^60) per limb: add them whole, carry once afterwards
+    unsplit = full <= 7
+    lo = hi  # the lowest limb that may be outside [0, 2^30)
+    n0 = 0
+    if first >= 0:
+        li = cm_list[first]
+        n0 = ly[li]
+        j = direct[li]
+        for l in range(n0):
+            if j >= 0:
+                for t in range(nt):
+                    D[d, l, off + t] = X[j, l, b0 + t]
+            else:
+                for t in range(nt):
+                    D[d, l, off + t] = ys[li, l, t]
+        lo = n0 - 1  # the copy's top limb is signed
+    for l in range(n0, hi):
+        for t in range(nt):
+            D[d, l, off + t] = 0
+    for e in range(e0, e1):
+        li = cm_list[e]
+        n = ly[li]
+        if n == 0 or e == first:
+            continue
+        sg = cm_sgn[e]
+        m0 = mag_ptr[e]
+        kw = mag_ptr[e + 1] - m0
+        j = direct[li]
+        if kw == 1 and mags[m0] == 1:
+            lo = 0
+            for l in range(n):
+                if j >= 0:
+                    for t in range(nt):
+                        D[d, l, off + t] += sg * X[j, l, b0 + t]
+                else:
+                    for t in range(nt):
+                        D[d, l, off + t] += sg * ys[li, l, t]
+            continue
+        for i in range(kw):
+            w = mags[m0 + i] * sg
+            if w == 0:
+                continue
+            if i < lo:
+                lo = i
+            for l in range(n):
+                if unsplit:
+                    if j >= 0:
+                        for t in range(nt):
+                            D[d, i + l, off + t] += w * X[j, l, b0 + t]
+                    else:
+                        for t in range(nt):
+                            D[d, i + l, off + t] += w * ys[li, l, t]
+                elif j >= 0:
+                    for t in range(nt):
+                        prod = w * X[j, l, b0 + t]
+                        D[d, i + l, off + t] += prod & MASK
+                        D[d, i + l + 1, off + t] += prod >> S
+                else:
+                    for t in range(nt):
+                        prod = w * ys[li, l, t]
+                        D[d, i + l, off + t] += prod & MASK
+                        D[d, i + l + 1, off + t] += prod >> S
+    _normalize(D, d, lo, hi, off, nt)
+    return _trim(D, d, hi, off, nt)
 
 
 @njit(cache=True, nogil=True)
@@ -167,6 +259,15 @@ def step_block(X, Xlen, K, list_ptr, term_j, term_sgn, combo_ptr, cm_list, cm_sg
             direct[li] = term_j[list_ptr[li]]
     comb = np.empty((nc, P + 1, B), np.int64)
     clen = np.zeros(nc, np.int64)
+    solo = np.full(nc, -1, np.int64)  # the one row of a combo read by one row only, without bias
+    users = np.zeros(nc, np.int64)
+    for r in range(m_out):
+        if row_combo[r] >= 0:
+            users[row_combo[r]] += 1
+    for r in range(m_out):
+        ci = row_combo[r]
+        if ci >= 0 and users[ci] == 1 and bias_ptr[r + 1] == bias_ptr[r]:
+            solo[ci] = r
     maxlen = 0
     minval = vcap
     for blk in range(nblocks):
@@ -193,68 +294,17 @@ def step_block(X, Xlen, K, list_ptr, term_j, term_sgn, combo_ptr, cm_list, cm_sg
                     for l in range(nj):
                         for t in range(nt):
                             ys[li, l, t] -= X[j, l, b0 + t]
-            _normalize(ys, li, n + 1, nt)
-            n = _trim(ys, li, n + 1, nt)
+            _normalize(ys, li, 0, n + 1, 0, nt)
+            n = _trim(ys, li, n + 1, 0, nt)
             ly[li] = 0 if (n == 1 and _all_zero(ys, li, nt)) else n
-        for ci in range(nc):  # the linear parts
-            hi = 1
-            full = 0  # products that can land on one output limb, at most
-            for e in range(combo_ptr[ci], combo_ptr[ci + 1]):
-                n = ly[cm_list[e]]
-                if n:
-                    kw = mag_ptr[e + 1] - mag_ptr[e]
-                    h = kw + n + 1
-                    if h > hi:
-                        hi = h
-                    if not (kw == 1 and mags[mag_ptr[e]] == 1):
-                        full += min(kw, n)
-            # at most 7 products (each |.| <= 2^60) per limb: add them whole, carry once afterwards
-            unsplit = full <= 7
-            for l in range(hi):
-                for t in range(nt):
-                    comb[ci, l, t] = 0
-            for e in range(combo_ptr[ci], combo_ptr[ci + 1]):
-                li = cm_list[e]
-                n = ly[li]
-                if n == 0:
-                    continue
-                sg = cm_sgn[e]
-                m0 = mag_ptr[e]
-                kw = mag_ptr[e + 1] - m0
-                j = direct[li]
-                if kw == 1 and mags[m0] == 1:
-                    for l in range(n):
-                        if j >= 0:
-                            for t in range(nt):
-                                comb[ci, l, t] += sg * X[j, l, b0 + t]
-                        else:
-                            for t in range(nt):
-                                comb[ci, l, t] += sg * ys[li, l, t]
-                    continue
-                for i in range(kw):
-                    w = mags[m0 + i] * sg
-                    if w == 0:
-                        continue
-                    for l in range(n):
-                        if unsplit:
-                            if j >= 0:
-                                for t in range(nt):
-                                    comb[ci, i + l, t] += w * X[j, l, b0 + t]
-                            else:
-                                for t in range(nt):
-                                    comb[ci, i + l, t] += w * ys[li, l, t]
-                        elif j >= 0:
-                            for t in range(nt):
-                                prod = w * X[j, l, b0 + t]
-                                comb[ci, i + l, t] += prod & MASK
-                                comb[ci, i + l + 1, t] += prod >> S
-                        else:
-                            for t in range(nt):
-                                prod = w * ys[li, l, t]
-                                comb[ci, i + l, t] += prod & MASK
-                                comb[ci, i + l + 1, t] += prod >> S
-            _normalize(comb, ci, hi, nt)
-            clen[ci] = _trim(comb, ci, hi, nt)
+        for ci in range(nc):  # the linear parts (a solo one straight into its row of Y)
+            r = solo[ci]
+            if r >= 0:
+                clen[ci] = _linear_part(Y, r, b0, nt, combo_ptr[ci], combo_ptr[ci + 1], X, b0, ys, ly, direct,
+                                        cm_list, cm_sgn, mag_ptr, mags)
+            else:
+                clen[ci] = _linear_part(comb, ci, 0, nt, combo_ptr[ci], combo_ptr[ci + 1], X, b0, ys, ly, direct,
+                                        cm_list, cm_sgn, mag_ptr, mags)
         for r in range(m_out):
             ci = row_combo[r]
             q0 = bias_ptr[r]
@@ -264,6 +314,18 @@ def step_block(X, Xlen, K, list_ptr, term_j, term_sgn, combo_ptr, cm_list, cm_sg
                     n = 1
                     for t in range(nt):
                         Y[r, 0, b0 + t] = 0
+                elif solo[ci] == r:  # computed in place: ReLU zeroes the negative entries, top limb last
+                    n = clen[ci]
+                    if relu[r]:
+                        neg = np.int64(0)
+                        for t in range(nt):
+                            neg |= Y[r, n - 1, b0 + t]
+                        if neg < 0:
+                            for l in range(n - 2, -1, -1):
+                                for t in range(nt):
+                                    Y[r, l, b0 + t] = Y[r, l, b0 + t] if Y[r, n - 1, b0 + t] >= 0 else 0
+                            for t in range(nt):
+                                Y[r, n - 1, b0 + t] = max(Y[r, n - 1, b0 + t], 0)
                 else:
                     n = clen[ci]
                     for l in range(n):
@@ -361,6 +423,33 @@ def uniform(Y, Ylen, B, Z, Krow):
 
 
 @njit(cache=True, nogil=True)
+def extend(Y, Ylen, B, Krow):
+    """:func:`uniform` in place: every entry of row r made canonical in exactly ``Krow[r]``
+    limbs (``Krow[r]`` >= the row's lengths, <= Y.shape[1]) by sign extension; a block already
+    ``Krow[r]`` limbs long is not touched."""
+    m, P, T = Y.shape
+    for r in range(m):
+        K = Krow[r]
+        for blk in range(Ylen.shape[1]):
+            n = Ylen[r, blk]
+            if n == K:
+                continue
+            b0 = blk * B
+            nt = min(B, T - b0)
+            if n == 0:
+                for l in range(K):
+                    for t in range(nt):
+                        Y[r, l, b0 + t] = 0
+                continue
+            for t in range(nt):
+                c = Y[r, n - 1, b0 + t]
+                for l in range(n - 1, K - 1):
+                    Y[r, l, b0 + t] = c & MASK
+                    c >>= S
+                Y[r, K - 1, b0 + t] = c
+
+
+@njit(cache=True, nogil=True)
 def max_bit_length(L):
     """The largest bit length of |v| over the canonical values of a limb array L (K, n). The
     magnitudes' limbs are made one limb row at a time (negative values negated, their carries
@@ -433,6 +522,48 @@ def first_index_rows(A):
                 if A[f, c] != A[i, c]:
                     same = False
                     break
+            if same:
+                inv[i] = e
+                break
+            p = (p + 1) & (size - 1)
+    return inv, first[:k].copy()
+
+
+@njit(cache=True, nogil=True)
+def first_index_cols(A):
+    """:func:`first_index_rows` of the columns of an int64 matrix A (w, n), read in memory
+    order (no transposed copy): the hashes are built one row of A at a time, then columns are
+    placed in the table and compared in full, so equal classes mean equal columns."""
+    w, n = A.shape
+    h = np.full(n, np.uint64(1469598103934665603))
+    for c in range(w):
+        for i in range(n):
+            x = (h[i] ^ np.uint64(A[c, i])) * np.uint64(1099511628211)
+            h[i] = x ^ (x >> np.uint64(29))
+    size = 1
+    while size < 2 * n + 2:
+        size <<= 1
+    table = np.full(size, -1, np.int64)
+    inv = np.empty(n, np.int64)
+    first = np.empty(n, np.int64)
+    k = 0
+    for i in range(n):
+        p = np.int64(h[i] & np.uint64(size - 1))
+        while True:
+            e = table[p]
+            if e < 0:
+                table[p] = k
+                first[k] = i
+                inv[i] = k
+                k += 1
+                break
+            f = first[e]
+            same = h[f] == h[i]
+            if same:
+                for c in range(w):
+                    if A[c, f] != A[c, i]:
+                        same = False
+                        break
             if same:
                 inv[i] = e
                 break

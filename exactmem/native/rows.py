@@ -200,24 +200,25 @@ def lincomb(inputs: Sequence[np.ndarray], rows: Sequence[Sequence[Tuple[int, int
         Ks.append(L.shape[0])
     K = max(Ks, default=1)
     nb = -(-n // TOKEN_BLOCK)
-    X = np.zeros((len(inputs), K, n), dtype=np.int64)
+    X = np.empty((len(inputs), K, n), dtype=np.int64)  # limbs past Xlen are never read
     Xlen = np.empty((len(inputs), nb), dtype=np.int64)
     for i, L in enumerate(mats):
         X[i, :L.shape[0]] = L
         Xlen[i] = L.shape[0]
     plan = Plan(rows, bias, relu)
     Y, Ylen, longest, _ = plan.run(X, Xlen, K, bias, 0, TOKEN_BLOCK)
+    del X
     Krow = Ylen.max(axis=1) if Ylen.shape[1] else np.ones(len(rows), dtype=np.int64)
     Krow = np.maximum(Krow, 1)
-    Z = np.empty((len(rows), int(Krow.max()) if len(rows) else 1, n), dtype=np.int64)
-    k.uniform(Y, Ylen, TOKEN_BLOCK, Z, Krow)
+    k.extend(Y, Ylen, TOKEN_BLOCK, Krow)  # in place: no copy of the rows
+    P = Y.shape[1]
     out = []
     for r in range(len(rows)):
         kr = int(Krow[r])
         if kr == 1:
-            out.append(Z[r, 0].copy())
+            out.append(Y[r, 0].copy())
         elif kr == 2:
-            out.append(Z[r, 0] + (Z[r, 1] << S))
-        else:
-            out.append(np.ascontiguousarray(Z[r, :kr]))
+            out.append(Y[r, 0] + (Y[r, 1] << S))
+        else:  # a view when it is most of the buffer, else a copy that frees the buffer
+            out.append(Y[r, :kr] if 2 * kr >= P else Y[r, :kr].copy())
     return out
