@@ -9,6 +9,7 @@ import subprocess
 import sys
 from fractions import Fraction as F
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -597,3 +598,32 @@ def test_compiled_limb_rows_on_many_wide_values():
     assert _same_fast(doc).status == "CERTIFIED"
     doc["outputs"][250] = [str(outs[250][0] + 1)]
     assert _same_fast(rehash(doc)).witness["example"] == 250
+
+
+@pytest.mark.parametrize("min_values", [1, 1024])
+def test_value_bits_limit_on_wide_rows_agrees_at_the_boundary(min_values, monkeypatch):
+    """The largest intermediate value (measured once per row, limb rows included) meets the
+    max_value_bits limit exactly where the kernel's does: CERTIFIED at the kernel's bound,
+    UNKNOWN with the same message one bit below."""
+    from exactmem.certificate.limits import Limits
+
+    monkeypatch.setattr(fastcheck, "NATIVE_MIN_VALUES", min_values)  # 1: the rows past 2^62 are limb arrays
+    big = 2 ** 100 + 3
+    mdl = model([affine([[1], [big], [-big]], [0, -big * 150, 7], True),
+                 affine([[1, 1, -1], [2 ** 70, -1, 1]], [-(2 ** 129), 5], False),
+                 affine([[1, 1]], None, True), affine([[1]], None, True)], dim=1)
+    seqs = [[[x]] for x in range(-100, 200)]
+    doc = cert(mdl, seqs, [ref_answer(mdl, s) for s in seqs])
+    lo, hi = 1, 400  # the kernel: UNKNOWN at lo, CERTIFIED at hi
+    assert check_certificate(doc, limits=Limits(max_value_bits=hi)).status == "CERTIFIED"
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        ok = check_certificate(doc, limits=Limits(max_value_bits=mid)).status == "CERTIFIED"
+        lo, hi = (lo, mid) if ok else (mid, hi)
+    assert hi > 128  # a row past 128 bits sets it
+    for bits, status in ((hi, "CERTIFIED"), (hi - 1, "UNKNOWN")):
+        a = check_certificate(doc, limits=Limits(max_value_bits=bits))
+        b = check_certificate_fast(doc, limits=Limits(max_value_bits=bits))
+        assert a.status == b.status == status
+        if status == "UNKNOWN":
+            assert a.message == b.message and "needs" in a.message

@@ -57,3 +57,21 @@ def test_nonzero_hardmax_scores_take_the_generic_path():
     assert out == [[[F(3), F(0)], [F(3), F(0)]]]  # both queries pick the larger key, not the mean 2
     u = Model((Attention((Head(((1, 0),), ((1,), (0,))),), kind="uniform", residual=False),), "vectors", 2, "all")
     assert forward(u, [((F(1), F(0)), (F(3), F(0)))]).outputs == [[[F(2), F(0)], [F(2), F(0)]]]
+
+
+def test_shared_token_objects_convert_once_and_exactly():
+    """Inputs whose token vectors are shared objects (as the datasets' token pools are) give the
+    outputs of the same inputs with every token a fresh copy (ints where the value is whole),
+    and an identity model returns each token exactly (mixed denominators scaled once)."""
+    rng = random.Random(5)
+    vocab = [(F(1, 3), F(-2)), (F(5, 7), F(1, 2)), (F(0), F(4))]
+    inputs = [tuple(rng.choice(vocab) for _ in range(rng.randint(1, 4))) for _ in range(40)]
+    copies = [tuple(tuple(int(x) if x.denominator == 1 else F(x.numerator, x.denominator) for x in t)
+                    for t in seq) for seq in inputs]
+    ident = Model((Affine(((1, 0), (0, 1))),), "vectors", 2, "all")
+    out = forward(ident, inputs).outputs
+    assert out == [[list(t) for t in seq] for seq in inputs]
+    assert forward(ident, copies).outputs == out
+    model = _model(rng, "uniform", True, "all")
+    fast = forward(model, inputs).outputs
+    assert fast == forward(model, copies).outputs == forward(model, inputs, trace=True).outputs

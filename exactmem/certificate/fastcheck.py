@@ -107,18 +107,27 @@ class _Index:
 class _Row:
     """One register over all tokens: distinct values ``vals`` (int64 or object) and their map."""
 
-    __slots__ = ("vals", "ix", "bound", "nonneg")
+    __slots__ = ("vals", "ix", "bound", "nonneg", "bits")
 
     def __init__(self, vals: np.ndarray, ix: _Index):
         self.vals, self.ix = _narrow(vals), ix
         if vals.ndim == 2:  # compiled limbs (exactmem/native/rows.py): |value| < 2^(30·K), sign of the top limb
             self.bound, self.nonneg = 1 << (30 * vals.shape[0]), bool((vals[-1] >= 0).all())
+            self.bits: Optional[int] = None  # computed when first asked (max_bits)
             return
         if len(self.vals):
             lo, hi = int(self.vals.min()), int(self.vals.max())
         else:
             lo = hi = 0
-        self.bound, self.nonneg = max(-lo, hi), lo >= 0
+        self.bound, self.nonneg = max(-lo, hi), lo >= 0  # bound = max |value|, exactly
+        self.bits = self.bound.bit_length()
+
+    def max_bits(self) -> int:
+        """The largest bit length of |value| over the row's values; a row passed on unchanged
+        from layer to layer is measured once."""
+        if self.bits is None:
+            self.bits = int(kernels().max_bit_length(self.vals))
+        return self.bits
 
 
 def _narrow(v: np.ndarray) -> np.ndarray:
@@ -598,21 +607,11 @@ def _evaluate_layers(cert: ParsedCertificate, budget: Budget, progress=None) -> 
             raise TypeError(type(layer).__name__)
         if D.bit_length() > 256:
             rows, D = _reduce(rows, D)
-        budget.value(max(D.bit_length(), *(_max_bits(r.vals) for r in rows)),
+        budget.value(max(D.bit_length(), *(r.max_bits() for r in rows)),
                      f"the output of model.layers[{i + start}]")
         if progress is not None:
             progress(i + 1, len(layers))
     return rows, D, seqs.lengths
-
-
-def _max_bits(vals: np.ndarray) -> int:
-    if vals.ndim == 2:
-        return int(kernels().max_bit_length(vals))
-    if not len(vals):
-        return 0
-    if vals.dtype == np.int64:
-        return int(np.abs(vals).max()).bit_length()
-    return max(abs(int(v)) for v in vals.tolist()).bit_length()
 
 
 def _token_values(row: _Row, positions: np.ndarray) -> List[int]:

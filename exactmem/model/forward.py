@@ -407,6 +407,8 @@ def run_stack_chunked(steps: Sequence[AffineStep], X: ScaledInts, backend: str =
 def _inputs_to_columns(model: Model, inputs) -> Tuple[List[List[Fraction]], List[int]]:
     """Flatten all sequences into columns (each column = one token vector)."""
     cols, lengths = [], []
+    seen: dict = {}
+    held: list = []
     first = model.layers[0]
     for i, X in enumerate(inputs):
         if len(X) == 0:
@@ -425,8 +427,30 @@ def _inputs_to_columns(model: Model, inputs) -> Tuple[List[List[Fraction]], List
             else:
                 if len(tok) != model.input_dim:
                     raise InputError(f"example {i}, position {s}: token has dimension {len(tok)}, model expects {model.input_dim}")
-                cols.append([x if type(x) is Fraction else Fraction(x) for x in tok])  # no copies
+                col = seen.get(id(tok))
+                if col is None:  # a token object met again (a shared token) is converted once
+                    col = [x if type(x) is Fraction else Fraction(x) for x in tok]
+                    seen[id(tok)] = col
+                    held.append(tok)  # its id stays unique while remembered
+                cols.append(col)
     return cols, lengths
+
+
+def _scaled_columns(cols: List[List[Fraction]]) -> ScaledInts:
+    """The columns as one ScaledInts (rows = coordinates); a column object that occurs several
+    times (a shared token, see :func:`_inputs_to_columns`) is scaled to integers once."""
+    index: dict = {}
+    reps: List[List[Fraction]] = []
+    for c in cols:
+        if id(c) not in index:
+            index[id(c)] = len(reps)
+            reps.append(c)
+    D = 1
+    for c in reps:
+        D = lcm(D, *(x.denominator for x in c))
+    ints = [[x.numerator * (D // x.denominator) for x in c] for c in reps]
+    picked = [ints[index[id(c)]] for c in cols]
+    return ScaledInts([list(r) for r in zip(*picked)], D)
 
 
 def _transpose(cols: List[list]) -> List[list]:
@@ -526,7 +550,7 @@ def forward(model: Model, inputs, trace: bool = False, backend: str = "auto", pr
     start = 1 if isinstance(layers[0], Embed) else 0
     tr: Optional[List[TraceEntry]] = [] if trace else None
     ball = False
-    state_exact: Optional[ScaledInts] = ScaledInts.from_fractions(_transpose(cols))
+    state_exact: Optional[ScaledInts] = _scaled_columns(cols)
     state_ball = None
     logical_lengths: Optional[List[int]] = None  # output lengths when only last columns are kept
     if tr is not None and start == 1:

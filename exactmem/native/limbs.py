@@ -239,7 +239,8 @@ def step_block(X, Xlen, K, list_ptr, term_j, term_sgn, combo_ptr, cm_list, cm_sg
     ``mags[mag_ptr[e]:mag_ptr[e+1]]``, limbs in [0, 2^30)), each computed once; a list that is
     zero on the whole block is skipped and lengths are trimmed per block. Row r is combo
     ``row_combo[r]`` (-1: none) plus its bias (canonical limbs ``bias[bias_ptr[r]:bias_ptr[r+1]]``),
-    then ReLU if ``relu[r]``.
+    then ReLU if ``relu[r]``. A combo that only one row reads, and that row without a bias, is
+    computed straight into that row of Y (:func:`_linear_part`), not into a scratch block.
 
     Writes the output the same way into Y (m_out, P, T) / Ylen (m_out, blocks) (P must exceed
     every entry's un-trimmed length) and returns the largest length and min(vcap, the smallest
