@@ -58,12 +58,11 @@ def test_limb_conversions_round_trip(vals):
 def test_limb_conversions_at_every_boundary():
     L = to_limbs(EDGES)
     assert from_limbs(L) == EDGES
-    # wider than needed (sign extension by the kernel's uniform form) reads back the same
+    # wider than needed (sign extension in place by the kernel's extend) reads back the same
     m = len(EDGES)
-    Y = np.ascontiguousarray(L.T.reshape(1, L.shape[1], m))
-    Z = np.empty((1, L.shape[1] + 3, m), dtype=np.int64)
-    native.kernels().uniform(Y, np.full((1, -(-m // 4)), L.shape[1], dtype=np.int64), 4, Z,
-                             np.array([L.shape[1] + 3]))
+    Z = np.full((1, L.shape[1] + 3, m), 12345, dtype=np.int64)  # limbs past the length: garbage
+    Z[0, :L.shape[1]] = L.T
+    native.kernels().extend(Z, np.full((1, -(-m // 4)), L.shape[1], dtype=np.int64), 4, np.array([L.shape[1] + 3]))
     assert from_limbs(Z[0].T) == EDGES
 
 

@@ -396,38 +396,11 @@ def step_block(X, Xlen, K, list_ptr, term_j, term_sgn, combo_ptr, cm_list, cm_sg
 
 
 @njit(cache=True, nogil=True)
-def uniform(Y, Ylen, B, Z, Krow):
-    """Entries in the per-block form of :func:`step_block` (Y, Ylen) -> Z (m, K, T): every entry
-    of row r canonical in exactly ``Krow[r]`` limbs (``Krow[r]`` >= the row's lengths; sign
-    extension), in Z[r, :Krow[r]]."""
-    m, P, T = Y.shape
-    for r in range(m):
-        K = Krow[r]
-        for blk in range(Ylen.shape[1]):
-            b0 = blk * B
-            nt = min(B, T - b0)
-            n = Ylen[r, blk]
-            for l in range(n - 1):
-                for t in range(nt):
-                    Z[r, l, b0 + t] = Y[r, l, b0 + t]
-            if n == 0:
-                for l in range(K):
-                    for t in range(nt):
-                        Z[r, l, b0 + t] = 0
-                continue
-            for t in range(nt):
-                c = Y[r, n - 1, b0 + t]
-                for l in range(n - 1, K - 1):
-                    Z[r, l, b0 + t] = c & MASK
-                    c >>= S
-                Z[r, K - 1, b0 + t] = c
-
-
-@njit(cache=True, nogil=True)
 def extend(Y, Ylen, B, Krow):
-    """:func:`uniform` in place: every entry of row r made canonical in exactly ``Krow[r]``
-    limbs (``Krow[r]`` >= the row's lengths, <= Y.shape[1]) by sign extension; a block already
-    ``Krow[r]`` limbs long is not touched."""
+    """Entries in the per-block form of :func:`step_block` (Y, Ylen) made uniform in place:
+    every entry of row r canonical in exactly ``Krow[r]`` limbs (``Krow[r]`` >= the row's
+    lengths, <= Y.shape[1]) by sign extension, in Y[r, :Krow[r]]; a block already ``Krow[r]``
+    limbs long is not touched."""
     m, P, T = Y.shape
     for r in range(m):
         K = Krow[r]
@@ -491,50 +464,11 @@ def max_bit_length(L):
 
 
 @njit(cache=True, nogil=True)
-def first_index_rows(A):
-    """For the rows of an int64 matrix A (n, w): per row, the index (0, 1, ...) of its class in
-    order of first occurrence, and the first row of every class. Open-addressing hash table;
-    rows are compared in full, so equal classes mean equal rows."""
-    n, w = A.shape
-    size = 1
-    while size < 2 * n + 2:
-        size <<= 1
-    table = np.full(size, -1, np.int64)
-    inv = np.empty(n, np.int64)
-    first = np.empty(n, np.int64)
-    k = 0
-    for i in range(n):
-        h = np.uint64(1469598103934665603)
-        for c in range(w):
-            h = (h ^ np.uint64(A[i, c])) * np.uint64(1099511628211)
-            h ^= h >> np.uint64(29)
-        p = np.int64(h & np.uint64(size - 1))
-        while True:
-            e = table[p]
-            if e < 0:
-                table[p] = k
-                first[k] = i
-                inv[i] = k
-                k += 1
-                break
-            f = first[e]
-            same = True
-            for c in range(w):
-                if A[f, c] != A[i, c]:
-                    same = False
-                    break
-            if same:
-                inv[i] = e
-                break
-            p = (p + 1) & (size - 1)
-    return inv, first[:k].copy()
-
-
-@njit(cache=True, nogil=True)
 def first_index_cols(A):
-    """:func:`first_index_rows` of the columns of an int64 matrix A (w, n), read in memory
-    order (no transposed copy): the hashes are built one row of A at a time, then columns are
-    placed in the table and compared in full, so equal classes mean equal columns."""
+    """For the columns of an int64 matrix A (w, n): per column, the index (0, 1, ...) of its class
+    in order of first occurrence, and the first column of every class. The hashes are built one
+    row of A at a time (memory order for a C-contiguous A), then the columns are placed in an
+    open-addressing table and compared in full, so equal classes mean equal columns."""
     w, n = A.shape
     h = np.full(n, np.uint64(1469598103934665603))
     for c in range(w):
@@ -570,3 +504,9 @@ def first_index_cols(A):
                 break
             p = (p + 1) & (size - 1)
     return inv, first[:k].copy()
+
+
+@njit(cache=True, nogil=True)
+def first_index_rows(A):
+    """:func:`first_index_cols` of the rows of an int64 matrix A (n, w) (its transpose, a view)."""
+    return first_index_cols(A.T)
