@@ -330,3 +330,33 @@ def test_equal_classes_of_columns_and_rows(width, flat, big, loaded):
             assert ((inv[:, None] == inv[None, :]) == same).all()
     finally:
         native._mod = saved
+
+
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=60), st.integers(0, 3), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_refinement_is_exact(fine, coarsen, break_it):
+    """``refinement`` finds the map whose classes refine the others', and its gathers give each
+    token's class in every map; a map that splits one of its classes is never accepted."""
+    fine = np.array(fine, dtype=np.int64)
+    _, fine = np.unique(fine, return_inverse=True)  # classes 0..k-1, all present
+    fine = fine.reshape(-1).astype(np.int64)
+    k = int(fine.max()) + 1
+    coarse = fine % (coarsen + 1)  # a function of the fine class: refined by it
+    if break_it and len(fine) > 1:
+        coarse = coarse.copy()
+        coarse[-1] = coarse.max() + 1 if (fine == fine[-1]).sum() > 1 else coarse[-1]
+    _, coarse = np.unique(coarse, return_inverse=True)
+    coarse = coarse.reshape(-1).astype(np.int64)
+    kc = int(coarse.max()) + 1
+    refines = all(len(set(coarse[fine == c].tolist())) == 1 for c in range(k))
+    got = native.refinement([coarse, fine], [kc, k])
+    if not refines:
+        assert got is None or (got[0] == 0 and kc >= k)  # the coarse map may refine the fine one
+        if got is not None:
+            assert (got[1][1][coarse] == fine).all()
+        return
+    assert got is not None
+    i, gathers = got
+    base = [coarse, fine][i]
+    for m, g in zip([coarse, fine], gathers):
+        assert (m == base).all() if g is None else (g[base] == m).all()

@@ -82,7 +82,7 @@ from .facts import DataFacts
 from .evaluate import common_divisor
 from .linear import Affine, Attention, Embed, FeedForward, Lin
 from .limits import LimitExceeded
-from ..native import AVAILABLE, NATIVE_MIN_VALUES, equal_classes, kernels
+from ..native import AVAILABLE, NATIVE_MIN_VALUES, equal_classes, kernels, refinement
 from ..native.rows import ints_of, lincomb
 
 __all__ = ["check_certificate_fast", "check_examples_fast", "chunk_groups", "fast_supported", "merged_chunks"]
@@ -161,6 +161,9 @@ def _merge(ixs: List[_Index], T: int) -> Tuple[_Index, List[Optional[np.ndarray]
         return ixs[0], [None]
     if any(ix.map is None for ix in ixs):
         return ixs[next(i for i, ix in enumerate(ixs) if ix.map is None)], [ix.map for ix in ixs]
+    got = refinement([ix.map for ix in ixs], [ix.k for ix in ixs])
+    if got is not None:  # one index's classes refine the others': a gather, no hash
+        return ixs[got[0]], got[1]
     key = ixs[0].map.astype(np.int64)
     span = ixs[0].k
     for ix in ixs[1:]:

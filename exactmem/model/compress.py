@@ -37,7 +37,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..native import AVAILABLE, NATIVE_MIN_VALUES, equal_classes, kernels
+from ..native import AVAILABLE, NATIVE_MIN_VALUES, equal_classes, kernels, refinement
 from ..native.rows import ints_of, lincomb
 from .affine_stack import BACKENDS, AffineStep, ScaledInts, StackResult
 
@@ -84,6 +84,9 @@ def _align(maps: List[_Classes]) -> Tuple[_Classes, List[Optional[np.ndarray]]]:
     for c in maps:
         if c.arr is None:
             return c, [m.arr for m in maps]
+    got = refinement([c.arr for c in maps], [c.n for c in maps])
+    if got is not None:  # one map's classes refine the others': a gather, no hash
+        return maps[got[0]], got[1]
     code = np.zeros(len(maps[0].arr), dtype=np.int64)
     size = 1
     for c in maps:

@@ -142,7 +142,7 @@ def _step(sp: Plan, X: _Batch, odd0: int, blk: int) -> _Batch:
 def _to_scaled(k, X: _Batch, odd0: int, blk: int) -> ScaledInts:
     m, _, T = X.Y.shape
     K = max(X.K, 1)
-    Z = np.ascontiguousarray(X.Y[:, :K])  # a copy: the batch's own limbs stay as they are
+    Z = X.Y[:, :K].copy()  # always a copy: extend rewrites top limbs, the batch's must stay as they are
     k.extend(Z, X.Ylen, blk, np.full(m, K, dtype=np.int64))
     ints = from_limbs(Z.transpose(0, 2, 1).reshape(m * T, K))
     return ScaledInts([ints[i * T:(i + 1) * T] for i in range(m)], odd0 << X.e).reduced()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib.util
 import os
 
-__all__ = ["AVAILABLE", "NATIVE_MIN_VALUES", "kernels", "equal_classes"]
+__all__ = ["AVAILABLE", "NATIVE_MIN_VALUES", "kernels", "equal_classes", "refinement"]
 
 #: rows past int64 on at least this many distinct values are computed as compiled limb arrays, by
 #: the producer's compress engine and the checker's accelerator alike (each reads it as its own
@@ -78,3 +78,26 @@ def equal_classes(A, columns: bool = False):
         A = A.reshape(-1, n).T
     _, first, inv = np.unique(A, axis=0 if A.ndim == 2 else None, return_index=True, return_inverse=True)
     return first, inv.reshape(-1).astype(np.int64)
+
+
+def refinement(maps, sizes):
+    """When the classes of one class map refine all the others' (every class of ``maps[i]`` lies
+    inside one class of each other map): ``(i, gathers)``, where ``gathers[k]`` gives, for each
+    class of ``maps[i]``, its class in ``maps[k]`` (None for ``maps[i]`` itself); else None.
+    ``maps``: int64 arrays of equal length (token → class, classes ``0..sizes[k]-1``). Combining
+    such maps is then a gather, not a hash over every token. Exact: checked on every token."""
+    import numpy as np
+
+    i = max(range(len(maps)), key=lambda k: sizes[k])
+    fine = maps[i]
+    gathers = []
+    for k, m in enumerate(maps):
+        if k == i:
+            gathers.append(None)
+            continue
+        f = np.zeros(sizes[i], dtype=np.int64)  # a class no token has keeps 0 (a valid class)
+        f[fine] = m
+        if not np.array_equal(f[fine], m):
+            return None
+        gathers.append(f)
+    return i, gathers
