@@ -168,19 +168,12 @@ def _merge(ixs: List[_Index], T: int) -> Tuple[_Index, List[Optional[np.ndarray]
     span = ixs[0].k
     for ix in ixs[1:]:
         if span * ix.k >= INT64_SAFE:  # compress first so the combined key fits in int64
-            _, key = _unique(key)
+            _, key = equal_classes(key)
             span = int(key.max()) + 1 if len(key) else 1
         key = key * ix.k + ix.map
         span *= ix.k
-    first, inv = _unique(key)
+    first, inv = equal_classes(key)
     return _Index(inv, len(first)), [ix.map[first] for ix in ixs]
-
-
-def _unique(a: np.ndarray, columns: bool = False) -> Tuple[np.ndarray, np.ndarray]:
-    """(first row of each class, class of each row) of the equal rows of an int64 array (n,) or
-    (n, w), or of its equal columns: :func:`exactmem.native.equal_classes` (only which equal values are
-    computed once depends on it, never a value)."""
-    return equal_classes(a, columns)
 
 
 def _dedup(vals: List[np.ndarray], ix: _Index) -> Tuple[List[np.ndarray], _Index]:
@@ -193,13 +186,13 @@ def _dedup(vals: List[np.ndarray], ix: _Index) -> Tuple[List[np.ndarray], _Index
             vals = [_as_object(v) for v in vals]
         else:  # int64 and limb arrays: one column per value / per limb (canonical, so equal <=> same)
             limbs = np.concatenate([v.reshape(-1, k) for v in vals]) if len(vals) > 1 else vals[0]
-            first, inv = _unique(limbs, True)
+            first, inv = equal_classes(limbs, True)
             if len(first) == k:
                 return vals, ix
             new_map = inv if ix.map is None else inv[ix.map]
             return [_take(v, first) for v in vals], _Index(new_map, len(first))
     if all(v.dtype == np.int64 for v in vals):
-        first, inv = _unique(vals[0] if len(vals) == 1 else np.stack(vals, axis=1))
+        first, inv = equal_classes(vals[0] if len(vals) == 1 else np.stack(vals, axis=1))
         cols = [v[first] for v in vals]
     else:
         # dict.setdefault(key, position) gives each column the position of its first equal

@@ -91,19 +91,12 @@ def _align(maps: List[_Classes]) -> Tuple[_Classes, List[Optional[np.ndarray]]]:
     size = 1
     for c in maps:
         if size * c.n >= LIMIT:
-            _, code = _unique(code)
+            _, code = equal_classes(code)
             size = int(code.max()) + 1
         code = code * c.n + c.arr
         size *= c.n
-    rep, inv = _unique(code)
+    rep, inv = equal_classes(code)
     return _Classes(inv, len(rep)), [c.arr[rep] for c in maps]
-
-
-def _unique(a: np.ndarray, columns: bool = False) -> Tuple[np.ndarray, np.ndarray]:
-    """(first row of each class, class of each row) of the equal rows of an int64 array (n,) or
-    (n, w), or of its equal columns: :func:`exactmem.native.equal_classes` (only which equal values are
-    computed once depends on it, never a value)."""
-    return equal_classes(a, columns)
 
 
 def _collapse(vs: List[np.ndarray], cls: _Classes) -> Tuple[List[np.ndarray], _Classes]:
@@ -116,13 +109,13 @@ def _collapse(vs: List[np.ndarray], cls: _Classes) -> Tuple[List[np.ndarray], _C
             vs = [np.array(ints_of(v), dtype=object) if v.ndim == 2 else v for v in vs]
         else:  # int64 and limb arrays: one int64 column per value / per limb (canonical, so unique)
             limbs = np.concatenate([v.reshape(-1, n) for v in vs]) if len(vs) > 1 else vs[0]
-            first, inv = _unique(limbs, True)
+            first, inv = equal_classes(limbs, True)
             if len(first) == n:
                 return vs, cls
             new = inv if cls.arr is None else inv[cls.arr]
             return [_take(v, first) for v in vs], _Classes(new, len(first))
     if all(v.dtype == np.int64 for v in vs):  # vectorised: rows of small integers
-        first, inv = _unique(np.stack(vs, axis=1))
+        first, inv = equal_classes(np.stack(vs, axis=1))
         if len(first) == n:
             return vs, cls
         new = inv if cls.arr is None else inv[cls.arr]

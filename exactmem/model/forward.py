@@ -445,9 +445,7 @@ def _scaled_columns(cols: List[List[Fraction]]) -> ScaledInts:
         if id(c) not in index:
             index[id(c)] = len(reps)
             reps.append(c)
-    D = 1
-    for c in reps:
-        D = lcm(D, *(x.denominator for x in c))
+    D = lcm(*{x.denominator for c in reps for x in c})
     ints = [[x.numerator * (D // x.denominator) for x in c] for c in reps]
     picked = [ints[index[id(c)]] for c in cols]
     return ScaledInts([list(r) for r in zip(*picked)], D)
