@@ -11,7 +11,7 @@ import re
 from fractions import Fraction
 from math import gcd
 from operator import attrgetter
-from typing import Callable, Iterable, Union
+from typing import Callable, Iterable, List, Tuple, Union
 
 from .certificate.text import int_str, parse_int
 
@@ -137,6 +137,20 @@ def lcm_of_denominators(values: Iterable[Fraction]) -> int:
         if q != 1:
             out = out * q // gcd(out, q)
     return out
+
+
+def integer_points(points: Iterable[Iterable[Fraction]]) -> Tuple[int, List[Tuple[int, ...]]]:
+    """(L, P): the points (coordinates Fractions or ints) times the lcm L of all their
+    denominators, as tuples of integers."""
+    points = list(points)
+    L = lcm_of_denominators(x for p in points for x in p)
+    return L, [tuple(x.numerator * (L // x.denominator) for x in p) for p in points]
+
+
+def max_sq_norm(points: Iterable[Iterable[Fraction]]) -> Fraction:
+    """max ‖p‖² over the points, exactly (0 for none), in integers over a common denominator."""
+    L, P = integer_points(points)
+    return Fraction(max((sum(x * x for x in p) for p in P), default=0), L * L)
 
 
 def least_true(pred: Callable[[int], bool], lo: int, hi: int) -> int:

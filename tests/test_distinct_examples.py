@@ -391,3 +391,37 @@ def test_token_bytes_remembered_by_object_survive_reused_ids(monkeypatch):
     q = f.quantities()
     assert (q["n_examples"], q["n_rows"], q["distinct_tokens"]) == (50, 200, 50)
     assert q["min_sep2"] == 1 and q["max_norm2"] == 49 ** 2 + 1
+
+
+@pytest.mark.parametrize("scale", [1, 16, 2 ** 20, 2 ** 31, 2 ** 40])  # 2^31 and up: 3M >= 2^64, pair by pair
+@pytest.mark.parametrize("n", [2, 3, 63, 64, 65, 300])  # PACK_MIN = 64: below it, pair by pair
+def test_least_squared_distance_equals_every_pair(n, scale):
+    """The kernel's δ² (packed base-2^64 digits, or pair by pair for few or large vectors) is the
+    least ‖v − w‖² over all pairs, ties and repeated vectors included (issue 27)."""
+    import random
+
+    from exactmem.certificate.facts import PACK_MIN, least_sq_distance
+
+    assert PACK_MIN == 64
+    rng = random.Random(n * 7919 + scale)
+    for d in (1, 3, 16):
+        iv = [[rng.randint(-scale, scale) for _ in range(d)] for _ in range(n)]
+        if n > 2:
+            iv[-1] = list(iv[n // 2])  # a repeated vector: δ² = 0
+            iv[1] = [x + 1 for x in iv[0]]
+        for vs in (iv, iv[:-1]):
+            want = min((sum((a - b) ** 2 for a, b in zip(vs[i], vs[j])) for i in range(len(vs)) for j in range(i)),
+                       default=None)  # one vector: no pair
+            assert least_sq_distance(vs) == want
+
+
+def test_min_sep2_of_rational_tokens_is_exact():
+    """δ² of tokens with rational coordinates, through DataFacts: integers over the lcm, packed."""
+    from exactmem.certificate import facts as F
+
+    f = F.DataFacts(vectors=True)
+    toks = [(Fraction(i, 3), Fraction(-i * i, 7)) for i in range(100)] + [(Fraction(1, 5), Fraction(0))]
+    for i, t in enumerate(toks):
+        f.add(i, [t], [0])
+    want = min((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2 for i, a in enumerate(toks) for b in toks[:i])
+    assert f.quantities()["min_sep2"] == want == Fraction(421, 11025)

@@ -40,6 +40,8 @@ LAYER_FIELDS = {"embed": (("type", "E"), ("P",)), "affine": (("type", "W", "relu
                 "feedforward": (("type", "W1", "b1", "W2", "b2", "residual"),),
                 "attention": (("type", "kind", "residual", "query", "keys", "heads"),)}
 JSON_INT_DIGITS = 300  # JSON integer literals (ids, sizes, seeds); rationals are strings
+SHORT_TEXT = 24  # rational texts up to this length are remembered by _Reader.rat (small numbers repeat)
+KNOWN_RATIONALS = 1 << 16  # at most this many per reader
 ASKABLE = ("max_digits", "max_value_bits", "time_limit")  # limits a certificate may lower (check.limits)
 _RATIONAL = re.compile(r"(-?)([0-9]+)(?:/([0-9]+))?")
 VERDICTS = ("pass", "fail", "unknown")  # claimed verdicts of a graph model's examples
@@ -162,8 +164,11 @@ class _Reader:
     def __init__(self, budget: Budget):
         self.budget, self.params = budget, []
         self.known: Dict[tuple, tuple] = {}  # an input token's texts -> its validated vector (tokens repeat)
+        self.rats: Dict[str, Fraction] = {}  # a short rational text -> its number (small numbers repeat)
 
     def rat(self, x, path: str) -> Fraction:
+        if type(x) is str and x in self.rats:  # the same text, validated before: the same (immutable) number
+            return self.rats[x]
         if not isinstance(x, str):
             bad(path, f'expected a rational string like "-3/8", got {jtype(x)}')
         m = _RATIONAL.fullmatch(x)
@@ -172,10 +177,14 @@ class _Reader:
         digits, cap = max(len(m[2]), len(m[3] or "")), self.budget.limits.max_digits
         if digits > cap:
             bad(path, str(LimitExceeded("max_digits", f"a number of {digits} digits, more than {cap}")))
+        num = -parse_int(m[2]) if m[1] else parse_int(m[2])
         den = parse_int(m[3]) if m[3] else 1
         if den == 0:
             bad(path, f"zero denominator in {short(x)!r}")
-        return Fraction(-parse_int(m[2]) if m[1] else parse_int(m[2]), den)
+        q = Fraction(num) if den == 1 else Fraction(num, den)
+        if len(x) <= SHORT_TEXT and len(self.rats) < KNOWN_RATIONALS:
+            self.rats[x] = q
+        return q
 
     def vec(self, x, n: Optional[int], path: str, param: bool = False) -> List[Fraction]:
         self.budget.tick()
@@ -187,11 +196,14 @@ class _Reader:
     def token(self, t, n: Optional[int], path: str) -> tuple:
         """An input token (n rationals) as an immutable vector, validated the first time its texts
         occur; later occurrences of the same texts share that vector (the same budget tick)."""
-        key = tuple(t) if type(t) is list and all(type(y) is str for y in t) else None
-        v = self.known.get(key) if key is not None else None
+        try:  # a known key holds only strings, and no other JSON value equals a string
+            key = tuple(t) if type(t) is list else None
+            v = self.known.get(key)
+        except TypeError:  # an unhashable entry (a list or an object): validated below
+            key = v = None
         if v is None:
             v = tuple(self.vec(t, n, path))
-            if key is not None:
+            if key is not None and all(type(y) is str for y in key):
                 self.known[key] = v
         else:
             self.budget.tick()

@@ -39,6 +39,7 @@ from .. import enclosure as E
 from ..data.dataset import DataError
 from ..data.kajitsuka_data import SequenceData, check_consistency, check_separation
 from ..model.layers import Attention, Head, Model
+from ..numbers import max_sq_norm
 from . import vardi
 
 # √π from below (√π = 1.77245385090551602729…): F = ⌈4N'²|A|·SQRT_PI_LO⌉ ≤ ⌈4N'²|A|√π⌉.
@@ -318,7 +319,7 @@ def build(data: SequenceData, seed: int = 0, attention: str = "uniform", r=None,
 
     # separation facts (48), (54)–(56), exactly
     min_ctx_d2 = vardi.min_sq_distance(contexts) if len(contexts) > 1 else None
-    max_ctx_n2 = max(_sq(s) for s in contexts)
+    max_ctx_n2 = max_sq_norm(contexts)
     r2, d2 = sep.r2, sep.delta2
     facts = {
         "(54)-(55) min ||s - s'||^2": min_ctx_d2,

@@ -48,7 +48,7 @@ from .. import enclosure as E
 from ..data.dataset import DataError
 from ..data.geometry import closest_pair
 from ..model.layers import Affine, Model
-from ..numbers import bits
+from ..numbers import bits, integer_points, max_sq_norm
 from .vardi_sizes import (Eq110Integers, ceil_sqrt_n_log2n, eq110_depth, eq110_integer, eq111_bits,  # noqa: F401
                           label_width, lemma_c2_bits, paper_R2, slot_count)
 
@@ -73,7 +73,7 @@ class Prepared:
 
 def _as_point(p, i: int, d: Optional[int]) -> tuple:
     try:
-        q = tuple(Fraction(x) if not isinstance(x, float) else _float_error(i) for x in p)
+        q = tuple(x if type(x) is Fraction else Fraction(x) if not isinstance(x, float) else _float_error(i) for x in p)
     except TypeError:
         raise DataError(f"example {i}: a point must be a sequence of rationals") from None
     if d is not None and len(q) != d:
@@ -111,18 +111,20 @@ def prepare(points: Sequence, labels: Sequence, extra: Sequence = (), C: int = 2
     if not points:
         raise DataError("no labelled points")
     d = len(_as_point(points[0], 0, None))
-    first: Dict[tuple, int] = {}
+    first: Dict[Tuple[int, ...], int] = {}
     pts, labs, origin = [], [], []
     n_lab = 0
-    for i, (p, y) in enumerate(list(zip(points, labels)) + [(e, None) for e in extra]):
-        q = _as_point(p, i, d)
+    items = list(zip(points, labels)) + [(e, None) for e in extra]
+    qs = [_as_point(p, i, d) for i, (p, _) in enumerate(items)]
+    _, keys = integer_points(qs)  # equal points ⇔ equal integer tuples (one common denominator)
+    for i, ((_, y), q, key) in enumerate(zip(items, qs, keys)):
         if y is not None:
             yf = Fraction(y)
             if yf.denominator != 1 or not 0 <= yf < C:
                 raise DataError(f"example {i}: label {y} is not an integer in [0, {C}) (C = {C} classes)")
             y = int(yf)
         lab = 0 if y is None else y
-        j = first.get(q)
+        j = first.get(key)
         if j is not None:
             if labs[j] != lab:
                 kind = lambda k: "extra" if k >= len(points) else "labelled"  # noqa: E731
@@ -130,13 +132,13 @@ def prepare(points: Sequence, labels: Sequence, extra: Sequence = (), C: int = 2
                                 f"with labels {labs[j]} and {lab} (extra points have label 0): no function "
                                 f"memorizes both")
             continue
-        first[q] = len(pts)
+        first[key] = len(pts)
         pts.append(q)
         labs.append(lab)
         origin.append(i)
         if y is not None:
             n_lab += 1
-    raw_r2 = max(sum((x * x for x in p), Fraction(0)) for p in pts)
+    raw_r2 = max_sq_norm(pts)
     if min_dist2 is not None:
         raw_d2 = Fraction(min_dist2)
     else:
@@ -186,10 +188,13 @@ def dot(v: Sequence[int], p: tuple) -> Fraction:
 
 
 def _gaps(v: Sequence[int], points: Sequence[tuple]) -> Tuple[List[Fraction], Fraction]:
-    """Projections vᵀz of all points and their smallest gap γ (0 if two collide)."""
-    s = [dot(v, p) for p in points]
+    """Projections vᵀz of all points and their smallest gap γ (0 if two collide; 2 for one
+    point), in integers over the lcm L of the points' denominators: one sort of integers."""
+    L = lcm(*{x.denominator for p in points for x in p})
+    s = [sum(a * (x.numerator * (L // x.denominator)) for a, x in zip(v, p)) for p in points]
     ss = sorted(s)
-    return s, min((b - a for a, b in zip(ss, ss[1:])), default=Fraction(2))
+    gap = min((b - a for a, b in zip(ss, ss[1:])), default=2 * L)
+    return ([Fraction(t) for t in s] if L == 1 else [Fraction(t, L) for t in s]), Fraction(gap, L)
 
 
 def _shrink_direction(v: Tuple[int, ...], s: List[Fraction], gamma: Fraction, points: Sequence[tuple]):
@@ -548,7 +553,11 @@ def emit_stage1(prog: Program, proj: Projection) -> None:
 
 
 def sorted_labelled(prep: Prepared, proj: Projection) -> Tuple[List[Fraction], List[int]]:
-    order = sorted(range(prep.n_labelled), key=lambda i: proj.values[i])
+    """The labelled points' projections x_i in increasing order, and their labels in that order."""
+    xs = proj.values[:prep.n_labelled]
+    L = lcm(*{x.denominator for x in xs})
+    keys = [x.numerator * (L // x.denominator) for x in xs]  # integers in the order of the x_i
+    order = sorted(range(prep.n_labelled), key=keys.__getitem__)
     return [proj.values[i] for i in order], [prep.labels[i] for i in order]
 
 

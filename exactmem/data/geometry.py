@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from fractions import Fraction
-from math import gcd
 from typing import Sequence, Tuple
+
+from ..numbers import integer_points
 
 
 def closest_pair(points: Sequence[tuple]) -> Tuple[Fraction, int, int]:
@@ -18,12 +19,7 @@ def closest_pair(points: Sequence[tuple]) -> Tuple[Fraction, int, int]:
     """
     if len(points) < 2:
         raise ValueError("closest_pair needs at least two points")
-    L = 1
-    for p in points:
-        for x in p:
-            if x.denominator != 1:
-                L = L * x.denominator // gcd(L, x.denominator)
-    P = [tuple(int(x * L) for x in p) for p in points]
+    L, P = integer_points(points)
     n, d = len(P), len(P[0])
     if d == 1:
         order = sorted(range(n), key=lambda i: P[i][0])

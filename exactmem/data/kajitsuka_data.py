@@ -23,6 +23,7 @@ from fractions import Fraction
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .dataset import DataError, Dataset
+from ..numbers import integer_points
 from .geometry import closest_pair
 
 Token = Tuple[Fraction, ...]
@@ -210,8 +211,9 @@ def check_separation(data: SequenceData, r=None, delta=None) -> Separation:
             if j not in seen:
                 seen.add(j)
                 where[tokens[j]] = (i, k)
-    norms = [(sum((x * x for x in t), Fraction(0)), t) for t in tokens]
-    max_n2, far = max(norms)
+    L, P = integer_points(tokens)
+    top, far = max((sum(x * x for x in p), t) for p, t in zip(P, tokens))  # ‖t‖² · L², and the token
+    max_n2 = Fraction(top, L * L)
     if len(tokens) > 1:
         min_d2, a, b = closest_pair(tokens)
     else:
