@@ -90,12 +90,13 @@ def test_missing_or_short_batches_are_an_error(built, tmp_path):
 
 
 @pytest.mark.slow
-def test_certify_streams_on_dask_workers(tmp_path):
-    """With a cluster the batches are evaluated on the workers; the certificate is the one made
-    in one process, byte for byte."""
+@pytest.mark.parametrize("gz", [False, True])
+def test_certify_streams_on_dask_workers(tmp_path, gz):
+    """With a cluster the batches are evaluated on the workers and their chunk files encoded
+    there; the certificate is the one made in one process, byte for byte."""
     from exactmem.pipeline import certify_file
 
-    kw = dict(only="kajitsuka.next_token/N40-n8-d16-C4", quiet=True, chunk_examples=7, checker="fast")
+    kw = dict(only="kajitsuka.next_token/N40-n8-d16-C4", quiet=True, chunk_examples=7, checker="fast", gzip_output=gz)
     one = certify_file(os.path.join(ROOT, "proofs", "kajitsuka.py"), str(tmp_path / "one"), **kw)
     two = certify_file(os.path.join(ROOT, "proofs", "kajitsuka.py"), str(tmp_path / "two"), workers=2, **kw)
     assert [r.verdict for r in one + two] == ["CERTIFIED"] * 2

@@ -13,12 +13,12 @@ the checker verifies every chunk against the main document's digests.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from dataclasses import dataclass, replace
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..data.dataset import Dataset, dataset_to_json
 from ..model.layers import Model
-from .writer import chunk_stem, chunked_document, outputs_json, write_bytes_atomic, write_chunk, _encode
+from .writer import chunk_bytes, chunk_stem, chunked_document, outputs_json, write_bytes_atomic, write_chunk_bytes, _encode
 
 #: Examples evaluated together. The exact engines share the work of equal register values among
 #: the examples of a batch, so the cost of a batch grows much more slowly than its size (Kajitsuka
@@ -35,6 +35,25 @@ def batch_ranges(n: int, chunk_examples: int, batch_examples: int = STREAM_BATCH
     return [(lo, min(lo + step, n)) for lo in range(0, n, step)]
 
 
+@dataclass
+class EncodedBatch:
+    """A batch's chunk files, already encoded where its outputs were computed (a Dask worker):
+    (first example, examples, bytes) of each chunk, in order."""
+
+    chunks: List[Tuple[int, int, bytes]]
+
+
+def batch_chunks(model: Model, part: Dataset, outputs: List[Any], first: int, chunk_examples: int,
+                 gz: bool) -> Iterator[Tuple[int, int, bytes]]:
+    """(first example, examples, bytes) of each chunk file of the batch ``part`` (its examples
+    from ``first`` on) with its claimed ``outputs``, one chunk's JSON form at a time."""
+    for a in range(0, len(part.inputs), chunk_examples):
+        rows = replace(part, inputs=part.inputs[a:a + chunk_examples], labels=part.labels[a:a + chunk_examples])
+        ds = dataset_to_json(rows, model.decode)
+        outs = outputs_json(model, outputs[a:a + chunk_examples])
+        yield first + a, len(ds["inputs"]), chunk_bytes(first + a, ds["inputs"], ds["labels"], outs, gz)
+
+
 def stream_certificate(head: Dict[str, Any], model: Model, dataset: Dataset, outputs: Iterable[List[Any]],
                        path: str, chunk_examples: int, batch_examples: int = STREAM_BATCH,
                        timings: Optional[Dict[str, float]] = None) -> str:
@@ -42,7 +61,9 @@ def stream_certificate(head: Dict[str, Any], model: Model, dataset: Dataset, out
 
     ``head``: :func:`writer.certificate_head`'s document. ``outputs``: the claimed outputs of
     the batches of :func:`batch_ranges` (``batch_examples``), in order, e.g. a generator of
-    exact forward passes; the next batch's are asked for after this one's chunks are written.
+    exact forward passes, or their chunk files already encoded (:class:`EncodedBatch`, made by
+    :func:`batch_chunks` on the workers); the next batch's are asked for after this one's chunks
+    are written.
     ``timings`` gets the seconds spent waiting for outputs ("forward") and formatting and
     writing ("write")."""
     gz, stem = path.endswith(".gz"), chunk_stem(path)
@@ -53,16 +74,19 @@ def stream_certificate(head: Dict[str, Any], model: Model, dataset: Dataset, out
         t0 = time.perf_counter()
         outs = next(batches, None)
         t1 = time.perf_counter()
-        if outs is None or len(outs) != hi - lo:
-            raise ValueError(f"examples {lo}-{hi - 1}: expected {hi - lo} outputs, got "
-                             f"{'none' if outs is None else len(outs)}")
-        part = replace(dataset, inputs=dataset.inputs[lo:hi], labels=dataset.labels[lo:hi])
-        ds = dataset_to_json(part, model.decode)
-        outs = outputs_json(model, outs)
-        for a in range(0, hi - lo, chunk_examples):
-            chunks.append(write_chunk(path, stem, len(chunks), lo + a, ds["inputs"][a:a + chunk_examples],
-                                      ds["labels"][a:a + chunk_examples], outs[a:a + chunk_examples], gz))
-        del ds, outs, part
+        got = sum(n for _, n, _ in outs.chunks) if isinstance(outs, EncodedBatch) else None if outs is None else len(outs)
+        if got != hi - lo:
+            raise ValueError(f"examples {lo}-{hi - 1}: expected {hi - lo} outputs, got {'none' if got is None else got}")
+        if isinstance(outs, EncodedBatch):
+            encoded: Iterable[Tuple[int, int, bytes]] = outs.chunks
+        else:
+            part = replace(dataset, inputs=dataset.inputs[lo:hi], labels=dataset.labels[lo:hi])
+            encoded = batch_chunks(model, part, outs, lo, chunk_examples, gz)
+        for first, n, data in encoded:
+            if first != (chunks[-1]["first"] + chunks[-1]["examples"] if chunks else 0):
+                raise ValueError(f"a chunk of batch {lo}-{hi - 1} starts at example {first}, not after the last one")
+            chunks.append(write_chunk_bytes(path, stem, len(chunks), first, n, data, gz))
+        del outs, encoded
         spent["forward"] += t1 - t0
         spent["write"] += time.perf_counter() - t1
     t1 = time.perf_counter()

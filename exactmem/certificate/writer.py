@@ -135,12 +135,21 @@ def write_chunk(path: str, stem: str, i: int, first: int, inputs: list, labels: 
                 gz: bool) -> Dict[str, Any]:
     """Write chunk i (examples from ``first`` on, in JSON form) next to the certificate at
     ``path``; return its entry in the main document (file, SHA-256, examples, first)."""
+    return write_chunk_bytes(path, stem, i, first, len(inputs), chunk_bytes(first, inputs, labels, outputs, gz), gz)
+
+
+def chunk_bytes(first: int, inputs: list, labels: list, outputs: list, gz: bool) -> bytes:
+    """The bytes of the chunk file of the examples from ``first`` on (in JSON form)."""
     body = {"format": CHUNK_FORMAT, "first": first, "inputs": inputs, "labels": labels,
             "outputs": outputs}  # "first": equal rows, distinct chunks
-    data = _encode(body, gz)
+    return _encode(body, gz)
+
+
+def write_chunk_bytes(path: str, stem: str, i: int, first: int, examples: int, data: bytes, gz: bool) -> Dict[str, Any]:
+    """Write chunk i's bytes (:func:`chunk_bytes`) next to the certificate at ``path``; its entry."""
     name = f"{stem}.chunk{i:05d}.json" + (".gz" if gz else "")
     write_bytes_atomic(data, os.path.join(os.path.dirname(os.path.abspath(path)), name))
-    return {"file": name, "sha256": hashlib.sha256(data).hexdigest(), "examples": len(inputs), "first": first}
+    return {"file": name, "sha256": hashlib.sha256(data).hexdigest(), "examples": examples, "first": first}
 
 
 def chunked_document(doc: Dict[str, Any], chunks: List[Dict[str, Any]]) -> Dict[str, Any]:
