@@ -18,7 +18,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..data.dataset import Dataset, dataset_to_json
 from ..model.layers import Model
-from .writer import chunk_bytes, chunk_stem, chunked_document, outputs_json, write_bytes_atomic, write_chunk_bytes, _encode
+from .writer import (chunk_bytes, chunk_stem, chunked_document, outputs_json, write_bytes_atomic, write_chunk_bytes,
+                     _encode)
 
 #: Examples evaluated together. The exact engines share the work of equal register values among
 #: the examples of a batch, so the cost of a batch grows much more slowly than its size (Kajitsuka
@@ -74,10 +75,12 @@ def stream_certificate(head: Dict[str, Any], model: Model, dataset: Dataset, out
         t0 = time.perf_counter()
         outs = next(batches, None)
         t1 = time.perf_counter()
-        got = sum(n for _, n, _ in outs.chunks) if isinstance(outs, EncodedBatch) else None if outs is None else len(outs)
+        encoded_batch = isinstance(outs, EncodedBatch)
+        got = sum(n for _, n, _ in outs.chunks) if encoded_batch else None if outs is None else len(outs)
         if got != hi - lo:
-            raise ValueError(f"examples {lo}-{hi - 1}: expected {hi - lo} outputs, got {'none' if got is None else got}")
-        if isinstance(outs, EncodedBatch):
+            raise ValueError(f"examples {lo}-{hi - 1}: expected {hi - lo} outputs, "
+                             f"got {'none' if got is None else got}")
+        if encoded_batch:
             encoded: Iterable[Tuple[int, int, bytes]] = outs.chunks
         else:
             part = replace(dataset, inputs=dataset.inputs[lo:hi], labels=dataset.labels[lo:hi])
