@@ -42,13 +42,14 @@ import random
 from dataclasses import dataclass
 from fractions import Fraction
 from math import lcm
+from operator import mul
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import enclosure as E
 from ..data.dataset import DataError
 from ..data.geometry import closest_pair
 from ..model.layers import Affine, Model
-from ..numbers import bits, integer_points, max_sq_norm
+from ..numbers import bits, integer_points, lcm_of_denominators
 from .vardi_sizes import (Eq110Integers, ceil_sqrt_n_log2n, eq110_depth, eq110_integer, eq111_bits,  # noqa: F401
                           label_width, lemma_c2_bits, paper_R2, slot_count)
 
@@ -69,6 +70,7 @@ class Prepared:
     delta2: Fraction  # min(1, min ‖z − z'‖²): the lemma's δ², clamped to δ ≤ 1
     raw_r2: Fraction
     raw_delta2: Fraction
+    scaled: Tuple[int, List[Tuple[int, ...]]]  # (L, the points times L as integers): L = lcm of their denominators
 
 
 def _as_point(p, i: int, d: Optional[int]) -> tuple:
@@ -112,11 +114,11 @@ def prepare(points: Sequence, labels: Sequence, extra: Sequence = (), C: int = 2
         raise DataError("no labelled points")
     d = len(_as_point(points[0], 0, None))
     first: Dict[Tuple[int, ...], int] = {}
-    pts, labs, origin = [], [], []
+    pts, labs, origin, ints = [], [], [], []
     n_lab = 0
     items = list(zip(points, labels)) + [(e, None) for e in extra]
     qs = [_as_point(p, i, d) for i, (p, _) in enumerate(items)]
-    _, keys = integer_points(qs)  # equal points ⇔ equal integer tuples (one common denominator)
+    L, keys = integer_points(qs)  # equal points ⇔ equal integer tuples (one common denominator)
     for i, ((_, y), q, key) in enumerate(zip(items, qs, keys)):
         if y is not None:
             yf = Fraction(y)
@@ -134,16 +136,18 @@ def prepare(points: Sequence, labels: Sequence, extra: Sequence = (), C: int = 2
             continue
         first[key] = len(pts)
         pts.append(q)
+        ints.append(key)  # the distinct points' denominators have the same lcm L as all of them
         labs.append(lab)
         origin.append(i)
         if y is not None:
             n_lab += 1
-    raw_r2 = max_sq_norm(pts)
+    raw_r2 = Fraction(max(sum(x * x for x in p) for p in ints), L * L)
     if min_dist2 is not None:
         raw_d2 = Fraction(min_dist2)
     else:
         raw_d2 = min_sq_distance(pts) if len(pts) > 1 else Fraction(1)
-    return Prepared(pts, labs, n_lab, d, max(Fraction(1), raw_r2), min(Fraction(1), raw_d2), raw_r2, raw_d2)
+    return Prepared(pts, labs, n_lab, d, max(Fraction(1), raw_r2), min(Fraction(1), raw_d2), raw_r2, raw_d2,
+                    (L, ints))
 
 
 # ----------------------------------------------------------------------------- Stage I
@@ -187,17 +191,18 @@ def dot(v: Sequence[int], p: tuple) -> Fraction:
     return Fraction(sum(a * (x.numerator * (D // x.denominator)) for a, x in zip(v, p)), D)
 
 
-def _gaps(v: Sequence[int], points: Sequence[tuple]) -> Tuple[List[Fraction], Fraction]:
+def _gaps(v: Sequence[int], scaled: Tuple[int, List[Tuple[int, ...]]]) -> Tuple[List[Fraction], Fraction]:
     """Projections vᵀz of all points and their smallest gap γ (0 if two collide; 2 for one
-    point), in integers over the lcm L of the points' denominators: one sort of integers."""
-    L = lcm(*{x.denominator for p in points for x in p})
-    s = [sum(a * (x.numerator * (L // x.denominator)) for a, x in zip(v, p)) for p in points]
+    point), from the points as integers over their common denominator L (``Prepared.scaled``):
+    one sort of integers."""
+    L, P = scaled
+    s = [sum(map(mul, v, p)) for p in P]
     ss = sorted(s)
     gap = min((b - a for a, b in zip(ss, ss[1:])), default=2 * L)
     return ([Fraction(t) for t in s] if L == 1 else [Fraction(t, L) for t in s]), Fraction(gap, L)
 
 
-def _shrink_direction(v: Tuple[int, ...], s: List[Fraction], gamma: Fraction, points: Sequence[tuple]):
+def _shrink_direction(v: Tuple[int, ...], s: List[Fraction], gamma: Fraction, scaled: Tuple[int, List[tuple]]):
     """While γ ≥ 4, replace v by ⌊v / 2^e⌋ (e = ⌊log₂(γ/2)⌋), if it still separates the points:
     smaller integer weights instead of a dyadic scale 2^-e (a slightly different direction,
     so its gaps are recomputed exactly)."""
@@ -206,7 +211,7 @@ def _shrink_direction(v: Tuple[int, ...], s: List[Fraction], gamma: Fraction, po
         v2 = tuple(a >> e for a in v)
         if not any(v2):
             break
-        s2, g2 = _gaps(v2, points)
+        s2, g2 = _gaps(v2, scaled)
         if g2 == 0 or g2 >= gamma:
             break
         v, s, gamma = v2, s2, g2
@@ -229,12 +234,12 @@ def project_to_line(prep: Prepared, seed: int, max_tries: int = 40) -> Projectio
         v = (1,) if d == 1 else tuple(rng.randint(-K, K) for _ in range(d))
         if not any(v):
             continue
-        s, gamma = _gaps(v, prep.points)
+        s, gamma = _gaps(v, prep.scaled)
         if gamma == 0:
             K *= 2
             continue
         if d > 1:
-            v, s, gamma = _shrink_direction(v, s, gamma, prep.points)
+            v, s, gamma = _shrink_direction(v, s, gamma, prep.scaled)
         lam = projection_scale(gamma)
         beta = _ceil_frac(2 - lam * min(s))
         xs = [lam * si + beta for si in s]
@@ -555,7 +560,7 @@ def emit_stage1(prog: Program, proj: Projection) -> None:
 def sorted_labelled(prep: Prepared, proj: Projection) -> Tuple[List[Fraction], List[int]]:
     """The labelled points' projections x_i in increasing order, and their labels in that order."""
     xs = proj.values[:prep.n_labelled]
-    L = lcm(*{x.denominator for x in xs})
+    L = lcm_of_denominators(xs)
     keys = [x.numerator * (L // x.denominator) for x in xs]  # integers in the order of the x_i
     order = sorted(range(prep.n_labelled), key=keys.__getitem__)
     return [proj.values[i] for i in order], [prep.labels[i] for i in order]
