@@ -34,8 +34,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from exactmem.certificate.checker import canonical_hash  # noqa: E402
-from exactmem.certificate.text import int_str  # noqa: E402
+from exactmem.kernel.checker import canonical_hash  # noqa: E402
+from exactmem.kernel.text import int_str  # noqa: E402
 from test_budgets import _many_examples_doc, _one_step_bomb_doc, _softmax2_spread_doc, _tied_softmax_doc  # noqa: E402
 from test_checker import affine, cert, model  # noqa: E402
 
@@ -64,7 +64,7 @@ def case_values():
 
 def case_swap():
     """Kajitsuka & Sato seq2seq at N = 1,000 (built through the proof file), attention made softmax2."""
-    from exactmem.proof import load_proof_file
+    from exactmem.pipeline.loader import load_proof_file
 
     th = next(t for t in load_proof_file(os.path.join(ROOT, "proofs", "kajitsuka.py")) if t.name == "kajitsuka.seq2seq")
     inst = max((i for i in th.instances if "medium" in i.sizes), key=lambda i: i.params.get("N", 0))

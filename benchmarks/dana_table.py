@@ -1,7 +1,7 @@
 """Dana et al. capacity table: certified associations, parameters, bits, condition of F.
 
 For N ∈ {10, 50}, S = 2, d ∈ {2, 4, 10}, d_h ∈ {1, 2, d}, H ∈ {1, …, 31} (issue 7), on a seeded
-random look-up table: build the AoT of ``exactmem.constructions.dana`` for
+random look-up table: build the AoT of ``exactmem.constructions.dana.association`` for
 T0 = min(H·d_h + d, N^S) sequences, write the certificate and run the independent checker.
 
 Mode (b) (rational weights) runs on every row; mode (a) (exact base-2 softmax, attention kind
@@ -32,10 +32,10 @@ from fractions import Fraction
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from exactmem.certificate.checker import check_certificate  # noqa: E402
+from exactmem.kernel.checker import check_certificate  # noqa: E402
 from exactmem.certificate.writer import Claim, build_certificate  # noqa: E402
-from exactmem.constructions import dana  # noqa: E402
-from exactmem.constructions import dana_distribution as DD  # noqa: E402
+from exactmem.constructions.dana import association as dana  # noqa: E402
+from exactmem.constructions.dana import distribution as DD  # noqa: E402
 from exactmem.data.dana_data import spread_table  # noqa: E402
 from exactmem.model import measure  # noqa: E402
 
@@ -205,7 +205,7 @@ def prop3_markdown() -> str:
 
 def conditioning_markdown(seed: int = 0) -> str:
     """Note §3.6: query-key choices vs rank / conditioning of F, both modes, same sequences."""
-    from exactmem.linalg import sigma_min_lower
+    from exactmem.arith.linalg import sigma_min_lower
 
     out = ["| N | d | d_h | H | T0 | W_QK choice | (a) exact rank F (base 2) | (a) log2 abs(det F) | "
            "(b) certified σ_min(F) ≥ | (b) log2 abs(det F) |", "|" + "---|" * 10]
@@ -244,7 +244,7 @@ def experiments_markdown(seed: int = 0) -> str:
 
 def _iv(x, digits: int = 4) -> str:
     """An enclosure [lo, hi] (or an exact number) printed outward-rounded (display only)."""
-    from exactmem.enclosure import Interval, decimal
+    from exactmem.arith.enclosure import Interval, decimal
 
     if isinstance(x, Interval):
         if x.lo == x.hi:
@@ -257,7 +257,7 @@ def theorem1_markdown(seed: int = 0) -> str:
     """Theorem 1 (note §2), mode (a) exact networks: certified verdict, d_KL enclosures, C of eq. (14)
     and the sketch's C enclosed rigorously (``dana_distribution.theorem1_bound_report``), bound (4)
     decided. Rows with T_ε < d + H·d_h have no square P₁VP₁ᵀ: the paper's C is undefined there."""
-    from exactmem.constructions import dana_distribution as DD
+    from exactmem.constructions.dana import distribution as DD
     from exactmem.data.dana_data import random_conditionals, t_epsilon
 
     head = ["N", "S", "d", "d_h", "ε", "T_ε", "H", "verdict (logits = W E(t) exactly on the T_ε sequences)",
@@ -275,7 +275,7 @@ def theorem1_markdown(seed: int = 0) -> str:
             Te = t_epsilon(data, eps)
             cells = [N, 2, d, dh, eps, Te, b.design.H, v.status + (" (exact)" if v.precision is None else "")]
             if d + b.design.H * dh != Te:
-                from exactmem.enclosure import Interval
+                from exactmem.arith.enclosure import Interval
 
                 kT = Interval(*DD.kl_enclosure(b.model, data))
                 cells += [_iv(kT), "—", "—", "— (T_ε < d + H d_h)", "—", "—", "—", "—", "—", "—", "—", "—"]
@@ -314,15 +314,15 @@ def theory_markdown(seed: int = 0) -> str:
             ("Theorem 3 / Lemma 4", P.run_theorem3, {"N": 3, "S": 2, "d": 3})]
     for _, run, p in runs:
         parts.append(run(dict(p, seed=seed)).to_markdown().replace("## ", "### ", 1))
-    from exactmem.constructions import dana_bounds as DB
-    from exactmem.constructions import dana_distribution as DD
+    from exactmem.constructions.dana import bounds as DB
+    from exactmem.constructions.dana import distribution as DD
 
     for N, d, eps in ((3, 3, Fraction(1, 4)), (4, 4, Fraction(1, 8))):
         data = DB.zero_conditionals(N, 2, seed)
         W, E, _ = DB.theorem3_encoder(data, d, eps)
         b = DD.build_distribution(data, d, 1, eps, mode="base2", seed=seed, tol=Fraction(0), encoder=(W, E))
         parts.append(DB.theorem3_network_report(data, b, eps, eps).to_markdown().replace("## ", "### ", 1))
-    from exactmem.bounds.dana_certificates import theorem3_small_d_report
+    from exactmem.bounds.dana.certificates import theorem3_small_d_report
 
     parts.append(theorem3_small_d_report({"instance": "N5-S2-d2"}).to_markdown().replace("## ", "### ", 1))
     return "\n\n".join(parts)
@@ -334,7 +334,7 @@ def timing(Hs, seed: int = 0, N: int = 50, d: int = 10, dh: int = 10):
     and for its rounded readout (its build = the exact build + the exact search for B)."""
     import tempfile
 
-    from exactmem.certificate.checker import load_certificate
+    from exactmem.kernel.checker import load_certificate
     from exactmem.certificate.writer import write_certificate
     from exactmem.model import decode_output, forward
 

@@ -6,7 +6,7 @@ and the compact network (doubling-map Stage III), and compares
 * blocks L with Σ over the two Lemma C.1 stages of ((110) − 1) in two forms: the real-valued
   printed form, floored (``before``: the claim as it was), and the form with Lemma G.3's
   m = ⌈√(N log₂ N)⌉, Lemma G.6's n = ⌈√(N/log₂ N)⌉, ⌈log₂ R⌉, ⌈log₂ C⌉ (``now``: the claim of
-  ``kajitsuka.paper_blocks``, :func:`exactmem.constructions.vardi.eq110_integer`);
+  ``kajitsuka.paper_blocks``, :func:`exactmem.constructions.vardi.memorizer.eq110_integer`);
 * blocks L with eq. (41) (2·(110)(N, C, R) − 1, Thm B.1's R, the lemmas' integers);
 * compact depth (ReLU + attention layers) with Σ ⌊(110)⌋ − 1, real-valued (the claim of
   ``kajitsuka.next_token``).
@@ -24,7 +24,8 @@ import itertools
 import sys
 from typing import NamedTuple, Optional
 
-from exactmem.constructions import kajitsuka, kajitsuka_paper as kp
+from exactmem.constructions.kajitsuka import compact as kajitsuka
+from exactmem.constructions.kajitsuka import paper as kp
 from exactmem.data.kajitsuka_data import generate
 from exactmem.model.measure import measure
 from exactmem.proofs._kajitsuka_core import stage_bounds

@@ -46,7 +46,7 @@ from fractions import Fraction
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from exactmem.certificate.checker import canonical_hash, check_certificate, parse_certificate  # noqa: E402
+from exactmem.kernel.checker import canonical_hash, check_certificate, parse_certificate  # noqa: E402
 from exactmem.certificate.fastcheck import check_certificate_fast  # noqa: E402
 from exactmem.certificate.writer import build_certificate  # noqa: E402
 from exactmem.data.dataset import Dataset  # noqa: E402

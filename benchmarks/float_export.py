@@ -8,7 +8,7 @@ float16, float32 and float64 (``exactmem.export``):
 * ``float``: labels right when the rounded network is evaluated in that float arithmetic
   (``FloatNet``; an output that rounds to its label counts as right);
 * ``exact``: labels right when the *rounded* weights are read back exactly
-  (``exactmem.importer``) and evaluated in exact arithmetic — ``-`` when a weight overflowed
+  (``exactmem.export.importer``) and evaluated in exact arithmetic — ``-`` when a weight overflowed
   (no exact model has an infinite weight).
 
 Usage: ``python benchmarks/float_export.py [--N 5,10,30,100,300,1000] [--markdown]``
@@ -26,7 +26,7 @@ sys.path.insert(0, ROOT)
 
 import exactmem as em  # noqa: E402
 from exactmem.export import FloatNet, float_accuracy, to_arrays  # noqa: E402
-from exactmem.importer import from_arrays  # noqa: E402
+from exactmem.export.importer import from_arrays  # noqa: E402
 
 DTYPES = ("float16", "float32", "float64")
 

@@ -101,7 +101,7 @@ def float_eval(model, ds, repeat=3):
 
 
 def run_case(key, checker):
-    from exactmem.pipeline import certify_instance, resolve_checker
+    from exactmem.pipeline.certify import certify_instance, resolve_checker
 
     pk = _proof()
     thm_name, inst_name = CASES[key]

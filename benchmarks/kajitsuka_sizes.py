@@ -1,6 +1,6 @@
 """Side-by-side sizes of Kajitsuka & Sato Theorem B.1 (next-token, n = 8, d = 16, C = 4, seed 0):
-the compact equivalent network (``exactmem.constructions.kajitsuka``) vs the paper-literal
-block network (``exactmem.constructions.kajitsuka_paper``) vs the explicit bounds (41)/(42)
+the compact equivalent network (``exactmem.constructions.kajitsuka.compact``) vs the paper-literal
+block network (``exactmem.constructions.kajitsuka.paper``) vs the explicit bounds (41)/(42)
 (``exactmem.proofs.kajitsuka.theorem_bounds``). Measures the built models exactly
 (``exactmem.model.measure``); it does not certify them (``python -m exactmem certify
 exactmem/proofs/kajitsuka_paper.py --size medium`` does, up to N = 1000).
@@ -11,7 +11,8 @@ exactmem/proofs/kajitsuka_paper.py --size medium`` does, up to N = 1000).
 import sys
 import time
 
-from exactmem.constructions import kajitsuka, kajitsuka_paper as kp
+from exactmem.constructions.kajitsuka import compact as kajitsuka
+from exactmem.constructions.kajitsuka import paper as kp
 from exactmem.data.kajitsuka_data import generate
 from exactmem.model.measure import measure
 from exactmem.proofs.kajitsuka import theorem_bounds

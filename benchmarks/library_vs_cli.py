@@ -5,7 +5,7 @@ Kajitsuka & Sato next-token, n = 8, d = 16, C = 4, seed 0, N = 1,000 and 10,000 
 
 * **library**: ``em.kajitsuka.next_token(em.sequences(N=N, n=8, d=16, C=4))`` (build), then
   ``em.certify(net)`` with every default (``checker="auto"``, ``backend="auto"``, in memory);
-* **pipeline**: ``exactmem.pipeline.certify_instance`` on the proof file's instance, in
+* **pipeline**: ``exactmem.pipeline.certify.certify_instance`` on the proof file's instance, in
   process, with the checker ``python -m exactmem certify --size medium|large`` picks (``auto``:
   fast), writing the certificate to a temporary directory and re-reading it — the path of
   ``python -m exactmem certify`` without the interpreter start-up.
@@ -49,7 +49,7 @@ def run_library(N: int) -> dict:
     t1 = time.perf_counter()
     v = em.certify(net)
     t2 = time.perf_counter()
-    from exactmem.pipeline import auto_checker
+    from exactmem.pipeline.certify import auto_checker
 
     return {"path": "library", "N": N, "build": t1 - t0, "certify": t2 - t1, "total": t2 - t0,
             "verdict": v.status, "measured": v.measured, "checker": auto_checker(net.model, len(net.dataset)),
@@ -57,7 +57,7 @@ def run_library(N: int) -> dict:
 
 
 def run_pipeline(N: int) -> dict:
-    from exactmem.pipeline import certify_instance, resolve_checker
+    from exactmem.pipeline.certify import certify_instance, resolve_checker
     from exactmem.proof import Instance
     from exactmem.proofs import kajitsuka
 

@@ -25,8 +25,9 @@ from fractions import Fraction
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from exactmem.pipeline import certify_instance  # noqa: E402
-from exactmem.proof import Instance, load_proof_file  # noqa: E402
+from exactmem.pipeline.certify import certify_instance  # noqa: E402
+from exactmem.proof import Instance
+from exactmem.pipeline.loader import load_proof_file  # noqa: E402
 
 DOC = os.path.join(ROOT, "docs", "mahdavi.md")
 START, END = "<!-- mahdavi-table:start -->", "<!-- mahdavi-table:end -->"
@@ -168,8 +169,8 @@ def search_table(best, limit) -> str:
 def graph(seed: int):
     """The small-case picture of docs/mahdavi.md: H = 3, n = 4, d = 8, softmax; annotated with
     the built model's measured saturation (note §5.4)."""
-    from exactmem import assign
-    from exactmem.constructions import mahdavi
+    from exactmem.constructions.mahdavi import assign
+    from exactmem.constructions.mahdavi import construction as mahdavi
     from exactmem.data.mahdavi_data import random_query_context
 
     H, n, d = 3, 4, 8

@@ -37,8 +37,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from exactmem.certificate.checker import check_certificate, load_certificate  # noqa: E402
-from exactmem.pipeline import certify_instance  # noqa: E402
+from exactmem.kernel.checker import check_certificate, load_certificate  # noqa: E402
+from exactmem.pipeline.certify import certify_instance  # noqa: E402
 from exactmem.model import Affine, forward, measure  # noqa: E402
 from exactmem.proof import Instance  # noqa: E402
 

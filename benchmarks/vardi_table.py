@@ -30,8 +30,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from exactmem.pipeline import certify_instance  # noqa: E402
-from exactmem.constructions import relu_interpolation, vardi  # noqa: E402
+from exactmem.pipeline.certify import certify_instance  # noqa: E402
+from exactmem.constructions import relu_interpolation
+from exactmem.constructions.vardi import memorizer as vardi  # noqa: E402
 from exactmem.model import measure  # noqa: E402
 from exactmem.proof import Instance  # noqa: E402
 

@@ -90,7 +90,7 @@ def main():
         sub["claims"] = [c for c in doc["claims"] if c["quantity"] in counts]
         for c in sub["claims"]:
             c["bound"] = str(counts[c["quantity"]])
-        from exactmem.certificate.schema import canonical_hash
+        from exactmem.kernel.schema import canonical_hash
 
         sub["hash"] = canonical_hash(sub)
         p50 = os.path.join(out, "gpt2-first50.verify.json")

@@ -2,7 +2,7 @@
 
 ``check`` goes straight to the checker's command, so its path imports only the package and the
 kernel in ``exactmem.certificate`` (``docs/certificate.md`` § *What you must trust*); every other
-command (and ``check --help``) goes through :mod:`exactmem.cli`.
+command (and ``check --help``) goes through :mod:`exactmem.cli.app`.
 """
 
 import sys
@@ -11,10 +11,10 @@ import sys
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["check"] and not {"-h", "--help"} & set(argv):
-        from exactmem.certificate.command import main as check_main
+        from exactmem.cli.check import main as check_main
 
         return check_main(argv)
-    from exactmem.cli import main as cli_main
+    from exactmem.cli.app import main as cli_main
 
     return cli_main(argv)
 

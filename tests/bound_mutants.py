@@ -8,7 +8,7 @@ comes with whether it is **certainly wrong**, decided without the kernel:
 * by construction (negated relation of a true step; ``lhs`` replaced by ``rhs ± 1``; a dropped
   definition or step that a later one names; an unknown operator or field), or
 * by an independent oracle (:func:`oracle_false`): the producer's own rigorous interval
-  arithmetic (``exactmem.enclosure``: log2 by squaring, e by its series; ``bounds.sums`` for
+  arithmetic (``exactmem.arith.enclosure``: log2 by squaring, e by its series; ``bounds.sums`` for
   ``em_sum``) finds some step false. A nudge the oracle cannot refute may be a true certificate
   still (steps have slack) and is not counted.
 """
@@ -20,9 +20,9 @@ from fractions import Fraction
 from math import comb
 from typing import List, Optional, Tuple
 
-from exactmem import enclosure as E
+from exactmem.arith import enclosure as E
 from exactmem.bounds.sums import linear_log2_sum
-from exactmem.certificate.schema import canonical_hash
+from exactmem.kernel.schema import canonical_hash
 
 NEGATE = {"<=": ">", "<": ">=", ">=": "<", ">": "<=", "==": "<"}
 
@@ -35,7 +35,7 @@ def rehash(doc: dict) -> dict:
 # ---------------------------------------------------------------- the independent oracle
 
 def _ev(e, env, bits):
-    """An exactmem.enclosure Interval for an expression (None if it cannot be enclosed here)."""
+    """An exactmem.arith.enclosure Interval for an expression (None if it cannot be enclosed here)."""
     if isinstance(e, str):
         if e in env:
             return env[e]

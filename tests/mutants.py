@@ -45,7 +45,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import mpmath
 
-from exactmem.certificate.checker import MalformedCertificate, canonical_hash, check_certificate
+from exactmem.kernel.checker import MalformedCertificate, canonical_hash, check_certificate
 from exactmem.certificate.fastcheck import check_certificate_fast
 from exactmem.model import Model, Softmax2Error, decode_output, forward, measure, model_from_json
 from exactmem.model.layers import Affine, Attention, FeedForward

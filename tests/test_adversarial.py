@@ -2,7 +2,7 @@
 
 Every proof file's small instances (proofs/kajitsuka.py, vardi.py, relu_interpolation.py,
 mahdavi.py, dana.py; a few slow ones skipped, see ``SKIP``) are built in-process exactly as
-``python -m exactmem certify`` builds them (``exactmem.pipeline.certify_instance``). The seeded
+``python -m exactmem certify`` builds them (``exactmem.pipeline.certify.certify_instance``). The seeded
 generator of ``tests/mutants.py`` plants edits in each certificate (weight nudges in every
 layer type, label / output / claim edits, structural edits, readout changes) and re-hashes
 them. An oracle independent of the checker's evaluation code (the package's exact forward
@@ -38,9 +38,9 @@ from types import SimpleNamespace
 import pytest
 
 import mutants as M
-from exactmem.certificate.checker import canonical_hash, check_certificate, load_certificate
-from exactmem.pipeline import certify_instance
-from exactmem.proof import load_proof_file
+from exactmem.kernel.checker import canonical_hash, check_certificate, load_certificate
+from exactmem.pipeline.certify import certify_instance
+from exactmem.pipeline.loader import load_proof_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOF_FILES = ("kajitsuka.py", "kajitsuka_paper.py", "vardi.py", "relu_interpolation.py", "mahdavi.py", "dana.py")

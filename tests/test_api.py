@@ -1,4 +1,4 @@
-"""The public library surface (exactmem/__init__.py, exactmem/api, exactmem/inspect_model.py)."""
+"""The public library surface (exactmem/__init__.py, exactmem/api, exactmem/inspector/text.py)."""
 
 import os
 import pydoc
@@ -35,9 +35,9 @@ def test_import_is_lazy():
 
 
 def test_certify_stays_the_function_after_importing_the_pipeline_module():
-    out = _py("from exactmem.pipeline import certify_file; import exactmem, exactmem.pipeline\n"
+    out = _py("from exactmem.pipeline.certify import certify_file; import exactmem, exactmem.pipeline.certify\n"
               "print(callable(exactmem.certify), exactmem.certify.__module__, callable(certify_file))\n"
-              "import sys; print(hasattr(sys.modules['exactmem.pipeline'], 'certify_instance'))")
+              "import sys; print(hasattr(sys.modules['exactmem.pipeline.certify'], 'certify_instance'))")
     assert out.split() == ["True", "exactmem.api", "True", "True"]
 
 
@@ -90,7 +90,7 @@ def test_certify_refutes_wrong_labels_and_false_claims(five):
 
 
 def test_certify_writes_the_certificate_when_asked(five, tmp_path):
-    from exactmem.certificate.checker import check_certificate, load_certificate
+    from exactmem.kernel.checker import check_certificate, load_certificate
 
     data, net = five
     p = tmp_path / "five.json"
@@ -101,9 +101,9 @@ def test_certify_writes_the_certificate_when_asked(five, tmp_path):
 
 
 def test_certify_checker_auto_follows_the_cli_rule():
-    from exactmem.certificate.checker import Limits, MalformedCertificate
+    from exactmem.kernel.checker import Limits, MalformedCertificate
     from exactmem.model import Attention, Head
-    from exactmem.pipeline import AUTO_FAST_MIN_EXAMPLES, auto_checker
+    from exactmem.pipeline.certify import AUTO_FAST_MIN_EXAMPLES, auto_checker
 
     m = Model([affine([[2]], relu=True)], input_dim=1)
     big = em.dataset([[(x,)] for x in range(AUTO_FAST_MIN_EXAMPLES)], [2 * x for x in range(AUTO_FAST_MIN_EXAMPLES)])
@@ -127,8 +127,8 @@ def test_certify_checker_auto_follows_the_cli_rule():
 
 
 def test_certify_uses_the_proof_files_engine_and_the_checkers_reader(five, monkeypatch):
-    import exactmem.pipeline as P
-    from exactmem.certificate import schema
+    import exactmem.pipeline.certify as P
+    from exactmem.kernel import schema
 
     assert P.preferred_engine("kajitsuka.next_token") == "compress" == P.preferred_engine("vardi.c1")
     assert P.preferred_engine("kajitsuka.seq2seq_hardmax") == "compress"  # every kajitsuka instance asks for it
@@ -139,7 +139,7 @@ def test_certify_uses_the_proof_files_engine_and_the_checkers_reader(five, monke
     real_forward, real_decode = P.forward, schema.decode_certificate
     monkeypatch.setattr(P, "forward", lambda m, xs, backend="auto", **kw: seen.append(backend) or real_forward(
         m, xs, backend, **kw))
-    import exactmem.certificate.checker as K
+    import exactmem.kernel.checker as K
 
     monkeypatch.setattr(K, "decode_certificate", lambda data, name, limits=None: decoded.append(type(data)) or
                         real_decode(data, name, limits))
@@ -273,7 +273,7 @@ def test_inspect_text_and_data(five):
 
 
 def test_attention_table_and_activation_bits(five):
-    from exactmem.inspect_model import activation_bits, attention_table
+    from exactmem.inspector.text import activation_bits, attention_table
 
     data, net = five
     t = attention_table(net)
@@ -289,7 +289,7 @@ def test_attention_table_and_activation_bits(five):
 
 def test_figures(five, tmp_path):
     pytest.importorskip("matplotlib")
-    from exactmem.inspect_model import activations_figure, attention_figure
+    from exactmem.inspector.text import activations_figure, attention_figure
 
     _, net = five
     fig = attention_figure(net, path=str(tmp_path / "a.png"))

@@ -1,4 +1,4 @@
-"""Head-to-subset assignment graphs (exactmem.assign): validity, heuristics, export, built-model analysis."""
+"""Head-to-subset assignment graphs (exactmem.constructions.mahdavi.assign): validity, heuristics, export, built-model analysis."""
 
 import importlib.util
 
@@ -7,7 +7,7 @@ import json
 import networkx as nx
 import pytest
 
-from exactmem import assign
+from exactmem.constructions.mahdavi import assign
 from exactmem.data.assumptions import AssumptionError
 from exactmem.data.mahdavi_data import QueryContextData, random_query_context
 

@@ -1,7 +1,7 @@
 """Lower-bound certificates (issue 24, parts 4–5; ``docs/lower-bound-certificates.md``).
 
 The producer (``bounds … --certificate``) writes the chain; the kernel
-(``exactmem/certificate/lowerbound.py``, ``elementary.py``) re-derives every step. Planted wrong
+(``exactmem/kernel/lowerbound.py``, ``elementary.py``) re-derives every step. Planted wrong
 certificates are never CERTIFIED; every size argument of ``bounds`` is answered or refused in
 seconds.
 """
@@ -20,11 +20,11 @@ import pytest
 
 from bound_mutants import bound_mutants, oracle_false, rehash
 from exactmem.bounds.arch import BoundsInputError, parse_count
-from exactmem.certificate import elementary as el
-from exactmem.certificate.limits import Budget, Limits
-from exactmem.certificate.lowerbound import check_lower_bound
-from exactmem.certificate.schema import MalformedCertificate
-from exactmem.cli import main
+from exactmem.kernel import elementary as el
+from exactmem.kernel.limits import Budget, Limits
+from exactmem.kernel.lowerbound import check_lower_bound
+from exactmem.kernel.schema import MalformedCertificate
+from exactmem.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,7 +84,7 @@ def test_every_producer_writes_a_certified_certificate(small_docs):
 
 def test_check_certificate_dispatches_lower_bound_documents(small_docs):
     """Needs the kernel owner's dispatch in checker.check_certificate (format exactmem-lower-bound)."""
-    from exactmem.certificate.checker import check_certificate
+    from exactmem.kernel.checker import check_certificate
 
     v = check_certificate(small_docs[0])
     assert v.status == "CERTIFIED", v.message
@@ -258,7 +258,7 @@ def test_em_sum_agrees_with_direct_sums():
 # ------------------------------------------------------------------------ mutants
 
 def test_planted_wrong_certificates_are_never_certified(small_docs):
-    from exactmem.bounds.dana_certificates import theorem3
+    from exactmem.bounds.dana.certificates import theorem3
 
     total = wrong = 0
     dana3 = theorem3({"N": 3, "S": 2, "d": 3})  # logs and exps of rationals

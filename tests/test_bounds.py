@@ -14,8 +14,8 @@ from exactmem.bounds.bookkeeping import PAPER
 from exactmem.bounds.counting import Factor, amgm_exact, amgm_is_equality, amgm_log2, product_log2
 from exactmem.bounds.seq2seq import (Family, chain, factors, min_L_not_ruled_out, min_W, min_W_report, min_W_sharp,
                                      ruled_out_sharp)
-from exactmem.cli import main
-from exactmem.enclosure import (FAILS, HOLDS, Interval, decide, decimal, e_interval, log2_e, log2_interval,
+from exactmem.cli.app import main
+from exactmem.arith.enclosure import (FAILS, HOLDS, Interval, decide, decimal, e_interval, log2_e, log2_interval,
                                 show)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -320,7 +320,7 @@ def test_total_bits_capacity_against_enumeration():
     from fractions import Fraction
 
     from exactmem.bounds.bits import total_bits_capacity
-    from exactmem.numbers import bits
+    from exactmem.arith.numbers import bits
 
     per = {}
     for p in range(-32, 33):
@@ -432,7 +432,8 @@ def test_plot_writes_png(tmp_path):
 
 
 def test_lower_bound_file_sizes_match_proof_protocol():
-    from exactmem.bounds.protocol import SIZES as BOUND_SIZES, load_bounds_file
+    from exactmem.bounds.protocol import SIZES as BOUND_SIZES
+    from exactmem.pipeline.loader import load_bounds_file
     from exactmem.proof import SIZES
 
     assert BOUND_SIZES == SIZES

@@ -18,7 +18,7 @@ from exactmem.bounds.seq2seq import Family, admissible, chain, min_W, min_W_repo
 from exactmem.bounds.sharp import (SHARP_HEAD, factors, min_L_not_ruled_out, product_log2_sharp, ruled_out_sharp,
                                    sharp_bound_at)
 from exactmem.bounds.sums import bernoulli, direct_sum, linear_log2_sum
-from exactmem.enclosure import FAILS, HOLDS, compare, decide
+from exactmem.arith.enclosure import FAILS, HOLDS, compare, decide
 
 
 # ------------------------------------------------- the old scans, kept as references
@@ -263,7 +263,7 @@ def test_every_printed_inequality_is_visibly_decided(which):
     """Each printed row, read back as exact enclosures (outward-rounded decimals, "≈d" as
     [d, d + |d|·10⁻⁶]), settles its relation the way the row says — at nN = 10²¹ that takes
     more than show()'s 7 digits, and exact integers are printed in full."""
-    from exactmem.bounds.report import _as_shown
+    from exactmem.arith.steps import _as_shown
 
     rep = {"minw-small": lambda: min_W_report(8, 1000, sharp=False),
            "minw-1e21": lambda: min_W_report(10 ** 6, 10 ** 15, sharp=False),

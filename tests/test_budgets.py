@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from exactmem.certificate.text import fmt
-from exactmem.certificate.checker import Limits, MalformedCertificate, canonical_hash, check_certificate
-from exactmem.certificate.text import fmt, int_str, parse_int
+from exactmem.kernel.text import fmt
+from exactmem.kernel.checker import Limits, MalformedCertificate, canonical_hash, check_certificate
+from exactmem.kernel.text import fmt, int_str, parse_int
 from test_checker import affine, attention, cert, head, model
 
 ROOT = Path(__file__).resolve().parents[1]

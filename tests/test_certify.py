@@ -10,12 +10,12 @@ from fractions import Fraction as F
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from exactmem.certificate.checker import canonical_hash, check_certificate, load_certificate
-from exactmem.pipeline import certify_file
+from exactmem.kernel.checker import canonical_hash, check_certificate, load_certificate
+from exactmem.pipeline.certify import certify_file
 from exactmem.data.dataset import dataset_from_json
 from exactmem.model import decode_output, forward, model_from_json
-from exactmem.numbers import format_rational, parse_rational
-from exactmem.proof import load_proof_file
+from exactmem.arith.numbers import format_rational, parse_rational
+from exactmem.pipeline.loader import load_proof_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOF = os.path.join(ROOT, "proofs", "relu_interpolation.py")

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exactmem.certificate.checker import (MalformedCertificate, Verdict, canonical_hash, check_certificate,
+from exactmem.kernel.checker import (MalformedCertificate, Verdict, canonical_hash, check_certificate,
                                           load_certificate)
-from exactmem.certificate.command import main
+from exactmem.cli.check import main
 
 # ---------------------------------------------------------------- building certificates by hand
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from exactmem.certificate.checker import MalformedCertificate, canonical_hash, check_certificate, load_certificate
+from exactmem.kernel.checker import MalformedCertificate, canonical_hash, check_certificate, load_certificate
 from exactmem.certificate.chunkfiles import chunk_reader
 from exactmem.certificate.fastcheck import check_certificate_fast
 from exactmem.certificate.writer import write_certificate

@@ -14,7 +14,7 @@ import pytest
 
 from exactmem import __version__
 from exactmem import __main__ as entry
-from exactmem.cli import build_parser, main
+from exactmem.cli.app import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
@@ -144,7 +144,7 @@ def _one_error_line(err: str, says: str) -> str:
 
 @pytest.mark.parametrize("argv,says", USAGE_ERRORS, ids=[" ".join(a) or "(none)" for a, _ in USAGE_ERRORS])
 def test_usage_error_is_one_line_and_exit_3(argv, says, capsys):
-    for entry_main in (main, entry.main):  # exactmem.cli and the console script (check goes to the kernel)
+    for entry_main in (main, entry.main):  # exactmem.cli.app and the console script (check goes to the kernel)
         assert entry_main(list(argv)) == 3, (entry_main.__module__, argv)
         out, err = capsys.readouterr()
         assert out == ""

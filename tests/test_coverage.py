@@ -10,8 +10,8 @@ import shlex
 
 import pytest
 
-from exactmem.bounds.protocol import load_bounds_file
-from exactmem.proof import load_proof_file
+from exactmem.pipeline.loader import load_bounds_file
+from exactmem.pipeline.loader import load_proof_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FULLTEXT = os.path.join(ROOT, "..", "shared", "papers", "fulltext")
@@ -77,7 +77,7 @@ def test_every_numbered_result_has_a_row():
 #   named T (exactly; else every theorem whose name contains T): its first `small` instance is
 #   built, written as a certificate and checked by the kernel (exactmem.certificate, reading the
 #   written file) with verdict CERTIFIED; and building every `small` instance of it evaluates no
-#   step in producer code (no exactmem.bounds.report.Report gets a step during the build). A
+#   step in producer code (no exactmem.arith.steps.Report gets a step during the build). A
 #   bound decided by the producer next to a certified network makes the row "checked", not
 #   "certified": the certificate then vouches for the network, not for the bound.
 # * "inside X" — X is another row of the same paper with the same command, judged in its place
@@ -126,8 +126,8 @@ def _kernel_certified_without_producer_steps(path, only):
         return _JUDGED[path, only]
     import tempfile
 
-    from exactmem.bounds import report
-    from exactmem.pipeline import certify_instance
+    from exactmem.arith import steps as report
+    from exactmem.pipeline.certify import certify_instance
 
     theorems = load_proof_file(os.path.join(ROOT, path))
     named = [t for t in theorems if t.name == only] or [t for t in theorems if only in t.name]

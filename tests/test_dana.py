@@ -10,10 +10,12 @@ from fractions import Fraction
 
 import pytest
 
-from exactmem.certificate.checker import canonical_hash, check_certificate
+from exactmem.kernel.checker import canonical_hash, check_certificate
 from exactmem.certificate.writer import Claim, build_certificate
-from exactmem.pipeline import certify_file
-from exactmem.constructions import dana, dana_distribution, dana_errata
+from exactmem.pipeline.certify import certify_file
+from exactmem.constructions.dana import association as dana
+from exactmem.constructions.dana import distribution as dana_distribution
+from exactmem.constructions.dana import errata as dana_errata
 from exactmem.data.dana_data import (Conditionals, LookupTable, random_conditionals, random_table, t_epsilon)
 from exactmem.data.dataset import DataError
 from exactmem.model import forward, measure

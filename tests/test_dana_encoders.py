@@ -1,4 +1,4 @@
-"""Dana et al. Propositions 2 and 3 and Corollary 2 (exactmem/bounds/encoders.py): every small
+"""Dana et al. Propositions 2 and 3 and Corollary 2 (exactmem/bounds/dana/encoders.py): every small
 instance is checked, each check recomputed independently, and a planted wrong step fails."""
 
 from fractions import Fraction
@@ -6,8 +6,8 @@ from fractions import Fraction
 import pytest
 import sympy
 
-from exactmem.bounds import encoders
-from exactmem.bounds.protocol import run_bounds_file
+from exactmem.bounds.dana import encoders
+from exactmem.pipeline.loader import run_bounds_file
 from exactmem.data import dana_data
 
 PROOF = "proofs/dana_encoders.py"
@@ -43,7 +43,7 @@ def test_proposition2_converse_fails_when_the_rank_is_low(monkeypatch):
 
 def test_proposition2_positive_part_refuses_a_too_small_bound(monkeypatch):
     # a wrong encoder (logits off by 1/8 on one token) cannot meet the 2^-(b-4) bound
-    from exactmem.constructions import dana_distribution
+    from exactmem.constructions.dana import distribution as dana_distribution
 
     real = dana_distribution.log_prob_targets
 
@@ -57,7 +57,7 @@ def test_proposition2_positive_part_refuses_a_too_small_bound(monkeypatch):
 
 
 def test_proposition3_off_circle_point_and_small_lambda_fail(monkeypatch):
-    from exactmem.constructions import dana
+    from exactmem.constructions.dana import association as dana
 
     real = dana.circle_points
     monkeypatch.setattr(dana, "circle_points", lambda N: [(Fraction(1), Fraction(1, 1000))] + real(N)[1:])
@@ -68,7 +68,7 @@ def test_proposition3_off_circle_point_and_small_lambda_fail(monkeypatch):
     # λ just below what the bound needs: the decision must fail, not round up
     bound = encoders.E.LN2 * (encoders.E.log2(4) + 10)
     lam = int(bound.lo / margin)
-    from exactmem.bounds.report import check
+    from exactmem.arith.steps import check
 
     assert check("t", "t", lam * margin, ">=", bound).status == "fails"
 
@@ -82,7 +82,7 @@ def test_corollary2_counts_and_floor():
 
 
 def test_corollary2_detects_a_network_built_from_a_flipped_label(monkeypatch):
-    from exactmem.constructions import dana
+    from exactmem.constructions.dana import association as dana
 
     real_build = dana.build_association
 

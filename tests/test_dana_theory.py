@@ -1,5 +1,5 @@
 """Dana, Pydi & Chevaleyre: Proposition 1, Theorem 1's constant C (rigorous), Theorem 2 and
-Theorem 3 / Lemma 4 (``exactmem/constructions/dana_bounds.py``, ``dana_distribution.py``).
+Theorem 3 / Lemma 4 (``exactmem/constructions/dana/bounds.py``, ``dana_distribution.py``).
 
 Each result is certified on a small instance, a planted wrong step is refuted, and the numbers
 are checked against an independent recomputation (mpmath at 60 digits, plain Fractions)."""
@@ -10,10 +10,10 @@ from fractions import Fraction
 import mpmath
 import pytest
 
-from exactmem.certificate.checker import canonical_hash, check_certificate
+from exactmem.kernel.checker import canonical_hash, check_certificate
 from exactmem.certificate.writer import build_certificate
-from exactmem.constructions import dana_bounds as DB
-from exactmem.constructions import dana_distribution as DD
+from exactmem.constructions.dana import bounds as DB
+from exactmem.constructions.dana import distribution as DD
 from exactmem.data.dana_data import likely_order, random_conditionals, t_epsilon
 from exactmem.data.dataset import DataError
 from exactmem.model import forward
@@ -145,8 +145,8 @@ def test_bound4_decided_and_planted_C_refuted():
     mp = lambda q: mpmath.mpf(q.numerator) / q.denominator  # noqa: E731
     assert mp(rep.results["d_KL(pi, T)"].lo) <= kl_mp <= mp(rep.results["d_KL(pi, T)"].hi) * (1 + 1e-12)
     # a wrong C (a hundred times too small) makes the printed inequality fail on this instance
-    from exactmem.bounds.report import check
-    from exactmem.enclosure import Interval
+    from exactmem.arith.steps import check
+    from exactmem.arith.enclosure import Interval
 
     C, we = rep.results["C_eq14"], rep.results["||W E||_2"]
     wrong = Interval(C.lo * eps * we.lo / 100, C.hi * eps * we.hi / 100)
@@ -234,7 +234,7 @@ def test_C_enclosure_mode_b_from_balls():
 # ---------------------------------------------------------------- Theorem 1: the encoder's optimality gap (d = N − 2)
 
 def test_theorem1_encoder_near_optimal_with_rigorous_lower_bound():
-    from exactmem.constructions import dana_optimum as O
+    from exactmem.constructions.dana import optimum as O
 
     data = random_conditionals(4, 2, 0)
     W, E = O.optimized_encoder(data, 2, 0, targets=DD.log_prob_targets(data))
@@ -253,8 +253,8 @@ def test_theorem1_encoder_near_optimal_with_rigorous_lower_bound():
 # ---------------------------------------------------------------- Theorem 2 with d < N − 1 (kernel-checked)
 
 def test_theorem2_small_d_certified_and_classes_exact():
-    from exactmem.bounds import dana_certificates as DC
-    from exactmem.constructions import dana_small_d as SD
+    from exactmem.bounds.dana import certificates as DC
+    from exactmem.constructions.dana import small_d as SD
 
     W, q = SD.instance("N6-d4")
     conds = SD.conditionals(W, q["etas"])
@@ -300,7 +300,7 @@ def _terms(Wd, conds, t):
 
 @pytest.mark.parametrize("name", ["N869-d867", "N1000-d900"])
 def test_theorem2_nonvacuous_instances_kernel_checked(name):
-    from exactmem.bounds import dana_certificates as DC
+    from exactmem.bounds.dana import certificates as DC
 
     ch = DC.theorem2_small_d_chain(name)
     doc = ch.document()
@@ -314,8 +314,8 @@ def test_theorem2_nonvacuous_instances_kernel_checked(name):
 
 def test_theorem3_small_d_kernel_checked_and_planted_L_refuted():
     """d_KL(π, M) ≥ L > 0 with a common zero token; π₀ ∈ M; T* against (4), (18), (19), (16)."""
-    from exactmem.bounds import dana_certificates as DC
-    from exactmem.constructions import dana_zero_token as Z
+    from exactmem.bounds.dana import certificates as DC
+    from exactmem.constructions.dana import zero_token as Z
 
     ch = DC.theorem3_small_d_chain("N5-S2-d2")
     doc = ch.document()
@@ -339,7 +339,7 @@ def test_theorem3_small_d_kernel_checked_and_planted_L_refuted():
 def test_a3_last_step_term2_needs_2C_dTV_but_the_total_holds():
     """App. A.3: the proof's term2 reaches 2·C·d_TV (d_TV = ½‖·‖₁), above the printed C·d_TV; the
     sum stays below (1 − π_g)(1 + 2C), so the printed inequality holds (exact, per unit of λ)."""
-    from exactmem.constructions.dana_small_d import A3_EXAMPLE, a3_last_step
+    from exactmem.constructions.dana.small_d import A3_EXAMPLE, a3_last_step
 
     r = a3_last_step(**A3_EXAMPLE)
     assert r["C"] == Fraction(5, 13) and r["d_TV"] == Fraction(49, 100)

@@ -10,15 +10,16 @@ from fractions import Fraction as F
 import mpmath
 import pytest
 
-from exactmem.certificate.checker import check_certificate
+from exactmem.kernel.checker import check_certificate
 from exactmem.certificate.writer import Claim, build_certificate
-from exactmem.constructions import deep_sets, vardi
+from exactmem.constructions.kajitsuka import deep_sets
+from exactmem.constructions.vardi import memorizer as vardi
 from exactmem.data.dataset import DataError, Dataset
 from exactmem.data.multiset_data import (check_distinct, check_elementwise_separation, generate,
                                          make_multisets)
 from exactmem.model import Model, forward, measure
 from exactmem.model.layers import Affine
-from exactmem.pipeline import certify_file
+from exactmem.pipeline.certify import certify_file
 from exactmem.proofs import kajitsuka_deep_sets as P
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -167,7 +168,7 @@ def test_padding_not_mapped_to_zero_is_refuted(built):
     # that, so the deep set's certificate alone cannot pin ϕ̃(p) = 0 — the ϕ̃ certificate does (above).
     # With ϕ̃(p) = F (p labelled F) the padded sums move far: the deep set's certificate is refuted.
     elements, counters = data.element_index()
-    from exactmem.constructions import kajitsuka
+    from exactmem.constructions.kajitsuka import compact as kajitsuka
     A = kajitsuka.witness_set(counters)
     f, Fr, _ = kajitsuka.token_weights(counters, A, 0)
     others = [elements[j] for j in range(len(elements)) if j not in f]
@@ -248,8 +249,8 @@ def test_lemma_b2_recipe_breaks_theorem_d1_proof_not_its_statement():
     """The errata's Lemma B.2 instance as multisets: {y, y, z} and {x, w, z} (x, y, z, w = 1, 2, 3, 4),
     A = {x, y}, Park direction v = (0, −1): the printed recipe gives f = (28, 14) and both sums are
     28, so eq. (118) fails and no ρ̃ exists; the repaired weights certify the same data."""
-    from exactmem.constructions import kajitsuka
-    from exactmem.constructions.kajitsuka import ConstructionError
+    from exactmem.constructions.kajitsuka import compact as kajitsuka
+    from exactmem.constructions.kajitsuka.compact import ConstructionError
 
     x, y, z, w = pt(1), pt(2), pt(3), pt(4)
     data = make_multisets([[y, y, z], [x, w, z]], [0, 1], 2)

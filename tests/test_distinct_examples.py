@@ -28,16 +28,17 @@ from fractions import Fraction
 import pytest
 
 import mutants as M
-from exactmem.certificate.checker import MalformedCertificate, canonical_hash, check_certificate, load_certificate
+from exactmem.kernel.checker import MalformedCertificate, canonical_hash, check_certificate, load_certificate
 from exactmem.certificate.chunkfiles import chunk_reader
 from exactmem.certificate.fastcheck import check_certificate_fast
-from exactmem.certificate.schema import QUANTITIES
+from exactmem.kernel.schema import QUANTITIES
 from exactmem.certificate.writer import build_certificate, write_certificate
 from exactmem.data.dataset import Dataset
 from exactmem.model import Model
 from exactmem.model.layers import Affine
-from exactmem.pipeline import certify_instance
-from exactmem.proof import Instance, load_proof_file
+from exactmem.pipeline.certify import certify_instance
+from exactmem.proof import Instance
+from exactmem.pipeline.loader import load_proof_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 N = 10  # distinct Kajitsuka sequences (the issue's N = 1,000 from 100 sequences, made small)
@@ -148,8 +149,8 @@ def test_a_repeated_token_text_is_read_once_and_every_other_text_is_validated():
     """The kernel reads an input token's texts once (issue 27): equal texts give one immutable
     vector; a different spelling is read on its own (equal value, same token for the facts),
     and a bad text where a repeated token stood is malformed, naming its place."""
-    from exactmem.certificate.limits import Budget
-    from exactmem.certificate.schema import parse_certificate
+    from exactmem.kernel.limits import Budget
+    from exactmem.kernel.schema import parse_certificate
 
     doc = with_claims(_doubled("appended"), FIVE + [claim("distinct_tokens", "==", 299)])
     cert = parse_certificate(copy.deepcopy(doc), Budget())
@@ -382,7 +383,7 @@ def test_v2_an_honest_dataset_whose_chunks_repeat_is_not_malformed(tmp_path):
 def test_token_bytes_remembered_by_object_survive_reused_ids(monkeypatch):
     """DataFacts remembers a token's canonical bytes by the token object (issue 27); objects that
     die and whose ids are reused by other tokens must not get the old bytes."""
-    from exactmem.certificate import facts as F
+    from exactmem.kernel import facts as F
 
     monkeypatch.setattr(F, "KNOWN_TOKENS", 3)
     f = F.DataFacts(vectors=True)
@@ -400,7 +401,7 @@ def test_least_squared_distance_equals_every_pair(n, scale):
     least ‖v − w‖² over all pairs, ties and repeated vectors included (issue 27)."""
     import random
 
-    from exactmem.certificate.facts import PACK_MIN, least_sq_distance
+    from exactmem.kernel.facts import PACK_MIN, least_sq_distance
 
     assert PACK_MIN == 64
     rng = random.Random(n * 7919 + scale)
@@ -417,7 +418,7 @@ def test_least_squared_distance_equals_every_pair(n, scale):
 
 def test_min_sep2_of_rational_tokens_is_exact():
     """δ² of tokens with rational coordinates, through DataFacts: integers over the lcm, packed."""
-    from exactmem.certificate import facts as F
+    from exactmem.kernel import facts as F
 
     f = F.DataFacts(vectors=True)
     toks = [(Fraction(i, 3), Fraction(-i * i, 7)) for i in range(100)] + [(Fraction(1, 5), Fraction(0))]

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from exactmem.certificate.checker import Verdict, canonical_hash, check_certificate
-from exactmem.certificate.checker import combine_verdicts as combine
+from exactmem.kernel.checker import Verdict, canonical_hash, check_certificate
+from exactmem.kernel.checker import combine_verdicts as combine
 from exactmem.distributed.check import check_sharded, shard_ranges
 from exactmem.distributed.cluster import ClusterError, dask_client
 from test_budgets import _many_examples_doc, _planted, _tied_softmax_doc
@@ -163,7 +163,7 @@ def test_a_killed_worker_with_the_only_copy_of_a_chunk_reruns_it(client, tmp_pat
 
 def test_shards_that_cannot_be_checked_never_certify():
     c = check_certificate(_many_examples_doc(10))
-    from exactmem.certificate.checker import parse_certificate
+    from exactmem.kernel.checker import parse_certificate
 
     parsed = parse_certificate(_many_examples_doc(10))
     ok = Verdict("CERTIFIED", None, "", None, c.measured)
@@ -216,7 +216,7 @@ def test_chunked_certificates_shard_by_chunk(client, tmp_path):
 
 def test_library_and_pipeline_shard_on_a_client(client, tmp_path):
     import exactmem as em
-    from exactmem.pipeline import certify_file
+    from exactmem.pipeline.certify import certify_file
 
     net = em.kajitsuka.next_token(em.sequences(N=30, n=4, d=3, C=3))
     one, many = em.certify(net), em.certify(net, client=client, chunk_examples=7)
@@ -231,7 +231,7 @@ def test_library_and_pipeline_shard_on_a_client(client, tmp_path):
 
 def test_the_producers_forward_pass_split_over_workers_gives_the_same_outputs(client, monkeypatch):
     import exactmem as em
-    from exactmem import pipeline
+    from exactmem.pipeline import certify as pipeline
 
     data = em.sequences(N=40, n=4, d=3, C=3)
     net = em.kajitsuka.next_token(data)

@@ -67,7 +67,7 @@ def _pytest_k_names(expr):
 def test_witness_commands_name_existing_theorems_and_tests():
     """`certify FILE --only X` selects at least one instance; `pytest FILE -k EXPR` names tests
     that exist — so a renamed theorem or test breaks this, not the reader."""
-    from exactmem.proof import load_proof_file
+    from exactmem.pipeline.loader import load_proof_file
 
     doc = _read("errata.md")
     cmds = set(_commands(doc)) | set(re.findall(r"`(python -m pytest [^`]*)`", doc))
@@ -102,7 +102,7 @@ def test_lemma_b2_witness_in_the_doc_is_the_tools():
 def test_dana_experiment6_numbers_in_the_doc():
     """Corollary 2's φ at Experiment 6 (N = 10, S = 2, d = 2, d_h = 5, H = 20), as printed and
     as the proof supports it (the ranks themselves: tests/test_dana.py)."""
-    from exactmem.constructions import dana
+    from exactmem.constructions.dana import association as dana
 
     doc = _read("errata.md")
     assert dana.corollary2_accuracy(dana.capacity(2, 5, 20), 100, 10) == 1
@@ -138,7 +138,7 @@ def test_lower_bounds_doc_compares_with_the_built_construction():
     from docs/kajitsuka.md's generated table, ratios recomputed."""
     from exactmem.bounds.next_token import min_W_next_token
     from exactmem.bounds.seq2seq import min_W, min_W_sharp
-    from exactmem.constructions.kajitsuka import build_measured
+    from exactmem.constructions.kajitsuka.compact import build_measured
 
     doc = _read("lower-bounds.md")
     assert not re.search(r"does not exist yet|not implemented yet", doc)

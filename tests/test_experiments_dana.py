@@ -29,7 +29,7 @@ def _verify(res, r=0, path=None):
 def test_float_forward_agrees_with_exact_forward(trained):
     """The stacked torch module and the exact exactmem Model compute the same function (eq. (2))."""
     from exactmem.model.forward import forward
-    from exactmem.linalg import mid_fraction
+    from exactmem.arith.linalg import mid_fraction
 
     import random
 
@@ -78,8 +78,8 @@ def test_verify_agrees_with_the_exact_model(trained):
 
 
 def test_certified_at_most_float_correct_and_checker_rechecks(trained, tmp_path):
-    from exactmem.certificate.checker import check_certificate
-    from exactmem.certificate.schema import load_certificate
+    from exactmem.kernel.checker import check_certificate
+    from exactmem.kernel.schema import load_certificate
 
     for r, rep in enumerate(trained.replicas):
         path = str(tmp_path / f"cert{r}.json")

@@ -108,7 +108,7 @@ def test_corrupted_weight_lowers_certified_count(trained):
 
 
 def test_certificate_rechecks(trained, tmp_path):
-    from exactmem.cli import main
+    from exactmem.cli.app import main
 
     data, r = trained
     path = tmp_path / "cert.json"
@@ -158,7 +158,7 @@ def test_fig3_record_written(monkeypatch, tmp_path):
 def test_fig3_without_optuna_is_one_line_error_exit_3(monkeypatch, capsys):
     import builtins
 
-    from exactmem.cli import main
+    from exactmem.cli.app import main
 
     real = builtins.__import__
 

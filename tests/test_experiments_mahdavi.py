@@ -137,7 +137,7 @@ def _float_matrix(rows, cols, rng, scale=0.05):
 def test_modular_rank_agrees_with_exact_rank():
     from fractions import Fraction
 
-    from exactmem import linalg
+    from exactmem.arith import linalg
 
     rng = np.random.default_rng(1)
     A = _float_matrix(6, 9, rng)

@@ -18,8 +18,8 @@ pytest.importorskip("onnx")
 pytest.importorskip("onnxscript")
 
 import exactmem  # noqa: E402
-from exactmem.certificate.checker import check_certificate  # noqa: E402
-from exactmem.certificate.schema import canonical_hash, load_certificate  # noqa: E402
+from exactmem.kernel.checker import check_certificate  # noqa: E402
+from exactmem.kernel.schema import canonical_hash, load_certificate  # noqa: E402
 from exactmem.experiments import dana_fig1  # noqa: E402
 from exactmem.experiments.certify_trained import verify_examples  # noqa: E402
 from exactmem.experiments.dana_train import TrainConfig, all_bigrams, export_module, train_aot  # noqa: E402

@@ -1,5 +1,5 @@
 """Export to float formats (npz, safetensors, PyTorch) and import back (exactmem/export/,
-exactmem/importer.py): exact where the format allows, reported where it does not."""
+exactmem/export/importer.py): exact where the format allows, reported where it does not."""
 
 import json
 import math
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import exactmem as em
-from exactmem import export, importer
+from exactmem import export
+from exactmem.export import importer
 from exactmem.data.dataset import DataError
 from exactmem.model import Attention, FeedForward, Head, Model, affine
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exactmem.certificate import fastcheck
-from exactmem.certificate.checker import check_certificate, check_examples, parse_certificate
+from exactmem.kernel.checker import check_certificate, check_examples, parse_certificate
 from exactmem.certificate.fastcheck import check_certificate_fast, fast_supported
 from exactmem.model import Affine, FeedForward, Model, forward
 from exactmem.model.affine_stack import AffineStep, ScaledInts, run_stack
@@ -605,7 +605,7 @@ def test_value_bits_limit_on_wide_rows_agrees_at_the_boundary(min_values, monkey
     """The largest intermediate value (measured once per row, limb rows included) meets the
     max_value_bits limit exactly where the kernel's does: CERTIFIED at the kernel's bound,
     UNKNOWN with the same message one bit below."""
-    from exactmem.certificate.limits import Limits
+    from exactmem.kernel.limits import Limits
 
     monkeypatch.setattr(fastcheck, "NATIVE_MIN_VALUES", min_values)  # 1: the rows past 2^62 are limb arrays
     big = 2 ** 100 + 3

@@ -41,7 +41,7 @@ def test_atomic_writes_respect_the_umask(tmp_path, umask, mask, mode):
 
 @pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
 def test_certify_writes_certificates_with_mode_0644_under_umask_022(tmp_path, umask):
-    from exactmem.pipeline import certify_file
+    from exactmem.pipeline.certify import certify_file
 
     umask(0o022)
     rows = certify_file(os.path.join(ROOT, "proofs", "kajitsuka.py"), out_dir=str(tmp_path), seed=0, size="small",
@@ -136,7 +136,7 @@ def test_ctrl_c_prints_the_table_of_the_finished_rows_and_exits_130(tmp_path):
 
 
 def test_the_main_jobs_summary_fits_80_columns_and_markdown_has_the_full_table(tmp_path, capsys):
-    from exactmem.cli import main
+    from exactmem.cli.app import main
 
     assert main(["certify", "proofs/kajitsuka.py", "--only", "next_token", "--out", str(tmp_path), "--quiet"]) == 0
     out = capsys.readouterr().out

@@ -11,11 +11,11 @@ from pathlib import Path
 import mpmath
 import pytest
 
-from exactmem.certificate.checker import Limits, check_certificate
+from exactmem.kernel.checker import Limits, check_certificate
 from exactmem.certificate.fastcheck import check_certificate_fast
-from exactmem.certificate.graph import run_graph
-from exactmem.certificate.limits import Budget
-from exactmem.certificate.schema import MalformedCertificate, canonical_hash, parse_certificate
+from exactmem.kernel.graph import run_graph
+from exactmem.kernel.limits import Budget
+from exactmem.kernel.schema import MalformedCertificate, canonical_hash, parse_certificate
 
 sys.path.insert(0, str(Path(__file__).parent))
 from graph_gpt2 import gpt2_float, gpt2_graph  # noqa: E402

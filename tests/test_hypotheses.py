@@ -7,13 +7,14 @@ import os
 from fractions import Fraction as F
 from itertools import combinations
 
-from exactmem.certificate.checker import canonical_hash, check_certificate, load_certificate
-from exactmem.cli import main as cli_main
+from exactmem.kernel.checker import canonical_hash, check_certificate, load_certificate
+from exactmem.cli.app import main as cli_main
 from exactmem.data.assumptions import (ASSUMPTION_1, ASSUMPTION_2, N_BELOW_D, assumption1_status,
                                        kruskal_rank_by_kernel, theorem_hypotheses)
 from exactmem.data.mahdavi_data import QueryContextData, kruskal_deficient_example, random_query_context
-from exactmem.pipeline import Row, certify_instance, format_table, hypothesis_records
-from exactmem.proof import Built, Hypothesis, load_proof_file
+from exactmem.pipeline.certify import Row, certify_instance, format_table, hypothesis_records
+from exactmem.proof import Built, Hypothesis
+from exactmem.pipeline.loader import load_proof_file
 from exactmem.proofs import mahdavi as pm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

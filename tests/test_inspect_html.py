@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from exactmem.certificate.schema import canonical_hash
-from exactmem.cli import main
-from exactmem.inspect_html import write_html
+from exactmem.kernel.schema import canonical_hash
+from exactmem.cli.app import main
+from exactmem.inspector.html import write_html
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANT = '<script>alert("x")</script>'
@@ -112,7 +112,7 @@ def test_the_example_list_is_capped_and_says_so(certs, tmp_path):
 
 
 def test_assignment_graph_from_meta(certs, tmp_path):
-    # meta is not hashed: a producer may attach the head-to-subset partition (exactmem.assign)
+    # meta is not hashed: a producer may attach the head-to-subset partition (exactmem.constructions.mahdavi.assign)
     cert = certs["relu"]
     doc = json.loads(cert.read_text())
     doc["meta"]["partition"] = [[0, 1, 2], [3, 4]]

@@ -10,14 +10,15 @@ from fractions import Fraction as F
 
 import pytest
 
-from exactmem.certificate.checker import check_certificate
+from exactmem.kernel.checker import check_certificate
 from exactmem.certificate.writer import build_certificate
-from exactmem.pipeline import certify_file
-from exactmem.constructions import kajitsuka, vardi
+from exactmem.pipeline.certify import certify_file
+from exactmem.constructions.kajitsuka import compact as kajitsuka
+from exactmem.constructions.vardi import memorizer as vardi
 from exactmem.data.dataset import DataError
 from exactmem.data.kajitsuka_data import check_consistency, check_separation, generate, make_data
 from exactmem.model import Affine, Attention, Model, forward, measure
-from exactmem.proof import load_proof_file
+from exactmem.pipeline.loader import load_proof_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROOF = os.path.join(ROOT, "proofs", "kajitsuka.py")
@@ -365,7 +366,7 @@ def test_log2_enclosure_for_huge_rationals_brackets_the_exact_value(monkeypatch)
     """The squaring path of enclosure.log2 (used for huge q, e.g. δ² with 40-bit denominators;
     enclosure.log2_interval) encloses the exact cell [a, a + 1]/2^k, a = ⌊2^k log2 q⌋
     from the q^(2^k) comparison, and is at most two cells wide."""
-    from exactmem import enclosure as E
+    from exactmem.arith import enclosure as E
 
     monkeypatch.setattr(E, "EXACT_LOG_BITS", 0)  # force the squaring path on every q
     rng = random.Random(5)

@@ -8,9 +8,13 @@ from fractions import Fraction as F
 
 import pytest
 
-from exactmem.certificate.checker import check_certificate
+from exactmem.kernel.checker import check_certificate
 from exactmem.certificate.writer import Claim, build_certificate
-from exactmem.constructions import kajitsuka, kajitsuka_paper as kp, kajitsuka_recipes as rec, tent_map, vardi
+from exactmem.constructions.kajitsuka import compact as kajitsuka
+from exactmem.constructions.kajitsuka import paper as kp
+from exactmem.constructions.kajitsuka import recipes as rec
+from exactmem.constructions.vardi import tent_map
+from exactmem.constructions.vardi import memorizer as vardi
 from exactmem.data.dataset import Dataset
 from exactmem.data.kajitsuka_data import generate
 from exactmem.model import Attention, FeedForward, forward, measure
@@ -233,7 +237,7 @@ def test_eq110_integer_is_the_lemmas_depths():
     recomputed here from its defining integer inequality; never below the real-valued form."""
     import math
 
-    from exactmem import enclosure as E
+    from exactmem.arith import enclosure as E
     for N, C, q in [(2, 2, F(5)), (3, 1, F(10 ** 6)), (16, 4, F(17, 3)), (18, 67511, F(10 ** 12)), (1000, 16, F(7))]:
         R2 = E.PI * q
         e = vardi.eq110_integer(N, C, R2)

@@ -8,14 +8,15 @@ from fractions import Fraction as F
 import mpmath
 import pytest
 
-from exactmem.certificate.checker import check_certificate
+from exactmem.kernel.checker import check_certificate
 from exactmem.certificate.writer import Claim, build_certificate
-from exactmem.constructions import kajitsuka_embedding as KE, kajitsuka_variants as KV
+from exactmem.constructions.kajitsuka import embedding as KE
+from exactmem.constructions.kajitsuka import variants as KV
 from exactmem.data.dataset import DataError
 from exactmem.data.kajitsuka_data import generate
 from exactmem.model import Embed, forward, measure
-from exactmem.pipeline import certify_file
-from exactmem.proof import load_proof_file
+from exactmem.pipeline.certify import certify_file
+from exactmem.pipeline.loader import load_proof_file
 from exactmem.proofs import kajitsuka_variants as P
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

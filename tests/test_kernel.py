@@ -21,20 +21,22 @@ import pytest
 from test_checker import affine, cert, model
 
 ROOT = Path(__file__).resolve().parents[1]
-CERT_DIR = ROOT / "exactmem" / "certificate"
+KERNEL_DIR = ROOT / "exactmem" / "kernel"
+CERT_DIR = ROOT / "exactmem" / "certificate"  # the producer's side: writer, streaming, chunk files, accelerators
+CLI_DIR = ROOT / "exactmem" / "cli"
 # What each kind of verdict rests on: the kernel files whose code runs when a certificate of that kind
 # is checked (test_each_verdict_runs_only_its_trusted_base traces it); docs/certificate.md states them.
 BASES = {
-    "layer-model": ("text.py", "limits.py", "fields.py", "linear.py", "schema.py", "rational_interval.py", "evaluate.py", "checker.py",
+    "layer-model": ("text.py", "limits.py", "verdict.py", "fields.py", "linear.py", "schema.py", "rational_interval.py", "evaluate.py", "checker.py",
                "facts.py"),
-    "graph-model": ("text.py", "limits.py", "fields.py", "schema.py", "rational_interval.py", "checker.py", "facts.py", "graph.py",
+    "graph-model": ("text.py", "limits.py", "verdict.py", "fields.py", "schema.py", "rational_interval.py", "checker.py", "facts.py", "graph.py",
               "functions.py"),
-    "lower-bound": ("text.py", "limits.py", "fields.py", "schema.py", "rational_interval.py", "checker.py", "elementary.py",
+    "lower-bound": ("text.py", "limits.py", "verdict.py", "fields.py", "schema.py", "rational_interval.py", "checker.py", "elementary.py",
                     "lowerbound.py"),
 }
 KERNEL = tuple(dict.fromkeys(f for files in BASES.values() for f in files))  # every kernel file, once
 CAP = 1500  # code lines of one trusted base (issue 16's 1,000, raised for interval layer kinds: issue 23)
-COMMAND = ("command.py", "chunkfiles.py")  # the `check` command: arguments, chunk files, exit code
+COMMAND = ("exactmem.cli", "exactmem.cli.check", "exactmem.certificate", "exactmem.certificate.chunkfiles")  # the `check` command: arguments, chunk files, exit code
 ACCELERATORS = ("fastcheck.py",)
 
 
@@ -59,17 +61,17 @@ def cert_file(tmp_path_factory):
 def test_check_command_imports_only_the_kernel(cert_file):
     code, mods = _imported_exactmem_modules(["check", str(cert_file)])
     assert code == 0
-    allowed = {"exactmem", "exactmem.__main__", "exactmem.certificate"} | {
-        "exactmem.certificate." + f[:-3] for f in KERNEL + COMMAND}
+    allowed = {"exactmem", "exactmem.__main__", "exactmem.kernel"} | set(COMMAND) | {
+        "exactmem.kernel." + f[:-3] for f in KERNEL}
     print("\n`exactmem check` imports:", ", ".join(sorted(mods)))
-    assert "exactmem.certificate.checker" in mods and mods <= allowed, sorted(mods - allowed)
+    assert "exactmem.kernel.checker" in mods and mods <= allowed, sorted(mods - allowed)
     code, mods = _imported_exactmem_modules(["check", str(cert_file), "--engine", "fast"])
     assert code == 0 and {m for m in mods - allowed if not m.startswith("exactmem.native")} == \
         {"exactmem.certificate.fastcheck"}  # the accelerator and its compiled kernels (exactmem.native)
     code, mods = _imported_exactmem_modules(["check", str(cert_file)], console_script=True)
-    assert code == 0 and "exactmem.certificate.checker" in mods and mods <= allowed, sorted(mods - allowed)
+    assert code == 0 and "exactmem.kernel.checker" in mods and mods <= allowed, sorted(mods - allowed)
     code, mods = _imported_exactmem_modules(["inspect", str(cert_file)], console_script=True)
-    assert code == 0 and "exactmem.cli" in mods  # every other command goes through the full command line
+    assert code == 0 and "exactmem.cli.app" in mods  # every other command goes through the full command line
 
 
 def test_console_script_is_the_module_entry_point():
@@ -89,7 +91,7 @@ def _imports(path: Path):
 def test_kernel_imports_only_the_standard_library_and_itself():
     kernel = {f[:-3] for f in KERNEL}
     for f in KERNEL:
-        for level, mod, names in _imports(CERT_DIR / f):
+        for level, mod, names in _imports(KERNEL_DIR / f):
             if level:
                 assert level == 1 and (mod in kernel or (not mod and set(names) <= kernel)), f"{f} imports .{mod}"
             else:
@@ -97,17 +99,18 @@ def test_kernel_imports_only_the_standard_library_and_itself():
 
 
 def test_accelerators_use_only_the_kernels_public_names():
-    """An accelerator imports the kernel's public names (``from .checker import ...``) and, besides,
+    """An accelerator imports the kernel's public names (``from ..kernel.checker import ...``) and, besides,
     only its own compiled kernels, ``exactmem.native`` (``from ..native import ...``), which import
     nothing of exactmem: outputs computed there are judged by the kernel like any other."""
     kernel = {f[:-3] for f in KERNEL}
     for f in ACCELERATORS:
         rel = [(level, mod, names) for level, mod, names in _imports(CERT_DIR / f) if level]
-        assert any(level == 1 for level, _, _ in rel), f"{f} imports nothing from the kernel?"
+        assert any(level == 2 and mod.startswith("kernel.") for level, mod, _ in rel), f"{f} imports nothing from the kernel?"
         for level, mod, names in rel:
             if level == 2 and mod.split(".")[0] == "native":
                 continue
-            assert level == 1 and mod in kernel, f"{f} imports {'.' * level}{mod}, which is not the kernel"
+            assert level == 2 and mod.split(".")[0] == "kernel" and mod.split(".", 1)[-1] in kernel, \
+                f"{f} imports {'.' * level}{mod}, which is not the kernel"
             private = [n for n in names if n.startswith("_")]
             assert not private, f"{f} imports private kernel names {private}"
     native = ROOT / "exactmem" / "native"
@@ -135,7 +138,7 @@ def code_lines(path: Path) -> int:
 
 
 def kernel_size():
-    rows = {f: (len((CERT_DIR / f).read_text().splitlines()), code_lines(CERT_DIR / f)) for f in KERNEL}
+    rows = {f: (len((KERNEL_DIR / f).read_text().splitlines()), code_lines(KERNEL_DIR / f)) for f in KERNEL}
     return rows, sum(a for a, _ in rows.values()), sum(b for _, b in rows.values())
 
 
@@ -174,13 +177,13 @@ def test_kernel_size_is_what_the_documentation_states():
 
 TRACE = r"""
 import json, sys, os
-from exactmem.certificate import checker, lowerbound, graph  # imports first: module bodies are not traced
+from exactmem.kernel import checker, lowerbound, graph  # imports first: module bodies are not traced
 from exactmem.certificate.chunkfiles import chunk_reader
 ran = set()
 def tracer(frame, event, arg):
     if event == "call":
         f = frame.f_code.co_filename
-        if os.sep + "certificate" + os.sep in f:
+        if os.sep + "kernel" + os.sep in f:
             ran.add(os.path.basename(f))
     return None
 doc = json.load(open(sys.argv[1]))
@@ -239,9 +242,10 @@ def test_each_verdict_runs_only_its_trusted_base(one_of_each):
 
 def test_interrupted_check_exits_130_on_both_entry_points(cert_file, monkeypatch, capsys):
     """Ctrl-C during a check: exit 130 and one line, no traceback, whether the check came
-    through ``exactmem.__main__`` (the console script) or ``exactmem.cli``."""
-    from exactmem import __main__ as entry, cli
-    from exactmem.certificate import command
+    through ``exactmem.__main__`` (the console script) or ``exactmem.cli.app``."""
+    from exactmem import __main__ as entry
+    from exactmem.cli import app as cli
+    from exactmem.cli import check as command
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt

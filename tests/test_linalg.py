@@ -1,10 +1,10 @@
-"""exactmem.linalg: exact rank/solve/kernels over Q, certified balls, search modulo p."""
+"""exactmem.arith.linalg: exact rank/solve/kernels over Q, certified balls, search modulo p."""
 
 from fractions import Fraction as F
 
 import pytest
 
-from exactmem import linalg as L
+from exactmem.arith import linalg as L
 
 
 def test_rank_solve_inverse_exact():

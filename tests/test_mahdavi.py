@@ -7,11 +7,12 @@ from fractions import Fraction as F
 
 import pytest
 
-from exactmem import assign, linalg
-from exactmem.certificate.checker import canonical_hash, check_certificate
+from exactmem.constructions.mahdavi import assign
+from exactmem.arith import linalg
+from exactmem.kernel.checker import canonical_hash, check_certificate
 from exactmem.certificate.writer import build_certificate
-from exactmem.pipeline import certify_file
-from exactmem.constructions import mahdavi as M
+from exactmem.pipeline.certify import certify_file
+from exactmem.constructions.mahdavi import construction as M
 from exactmem.data.assumptions import (AssumptionError, check_context_rank, check_query_kruskal, kruskal_at_least,
                                        kruskal_randomized, kruskal_rank, partition_certificate)
 from exactmem.data.mahdavi_data import QueryContextData, note_tiny_example, random_query_context

@@ -3,7 +3,7 @@ from fractions import Fraction as F
 import pytest
 from hypothesis import given, strategies as st
 
-from exactmem.numbers import (RationalFormatError, bits, format_rational, is_dyadic, parse_rational, round_to_bits,
+from exactmem.arith.numbers import (RationalFormatError, bits, format_rational, is_dyadic, parse_rational, round_to_bits,
                               to_rational)
 
 
@@ -70,7 +70,7 @@ def test_round_to_bits(x, b):
 
 
 def test_least_true_bisects_to_the_first_passing_integer():
-    from exactmem.numbers import least_true
+    from exactmem.arith.numbers import least_true
 
     for t in range(1, 40):
         calls = []

@@ -23,8 +23,9 @@ import zipfile
 import pytest
 
 import exactmem.proofs
-from exactmem.bounds.protocol import load_bounds_file
-from exactmem.proof import ProofFileError, import_file, load_proof_file, source_sha
+from exactmem.pipeline.loader import load_bounds_file
+from exactmem.proof import ProofFileError
+from exactmem.pipeline.loader import import_file, load_proof_file, source_sha
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHIMS = os.path.join(ROOT, "proofs")
@@ -236,7 +237,7 @@ def test_installed_console_script_certifies_and_checks(venv_python, tmp_path):
     _run([str(script), "certify", "kajitsuka", "--only", CLI_ONLY, "--quiet", "--out", str(out)], cwd=str(tmp_path))
     (cert,) = out.glob("*.json*")
     assert _run([str(script), "check", str(cert)], cwd=str(tmp_path)).startswith("CERTIFIED: ")
-    from exactmem.certificate.checker import canonical_hash, load_certificate
+    from exactmem.kernel.checker import canonical_hash, load_certificate
 
     doc = load_certificate(str(cert))
     (label,) = doc["dataset"]["labels"][0]  # identity readout: the class as a 1-vector

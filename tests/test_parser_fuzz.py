@@ -34,10 +34,10 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 from hypothesis.control import currently_in_test_context
 
-from exactmem.certificate.checker import MalformedCertificate, canonical_hash, check_certificate, load_certificate
+from exactmem.kernel.checker import MalformedCertificate, canonical_hash, check_certificate, load_certificate
 from exactmem.certificate.fastcheck import check_certificate_fast
-from exactmem.pipeline import certify_instance
-from exactmem.proof import load_proof_file
+from exactmem.pipeline.certify import certify_instance
+from exactmem.pipeline.loader import load_proof_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mutants as M  # noqa: E402

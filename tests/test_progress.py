@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from exactmem import sweep as S
-from exactmem.cli import main
+from exactmem.cli.app import main
 from exactmem.progress import Progress, choose_mode
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -207,7 +207,7 @@ def test_certify_progress_goes_to_stderr_only(toy_proof, tmp_path, capsys, monke
 
 
 def test_certify_file_results_do_not_depend_on_progress(toy_proof, tmp_path, capsys, monkeypatch):
-    from exactmem.pipeline import certify_file
+    from exactmem.pipeline.certify import certify_file
 
     a = certify_file(toy_proof, out_dir=str(tmp_path / "a"), quiet=True)
     monkeypatch.setattr(sys, "stderr", FakeTTY())
@@ -278,7 +278,7 @@ def test_sweep_progress_plain_quiet_and_bar(toy_proof, tmp_path, capsys, monkeyp
 
 
 def test_kernel_does_not_import_progress_or_tqdm():
-    code = ("import sys, exactmem.certificate.checker, exactmem.certificate.fastcheck, exactmem.certificate.command\n"
+    code = ("import sys, exactmem.kernel.checker, exactmem.certificate.fastcheck, exactmem.cli.check\n"
             "print('tqdm' in sys.modules, 'exactmem.progress' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
@@ -298,9 +298,9 @@ def test_status_lines_are_rate_limited_in_plain_mode_and_fill_the_bar_postfix():
 
 
 def test_the_kernel_reports_each_example_before_judging_it_and_the_verdict_is_unchanged(toy_proof, tmp_path):
-    from exactmem.certificate.checker import check_certificate, load_certificate
-    from exactmem.certificate.limits import Budget
-    from exactmem.pipeline import certify_file
+    from exactmem.kernel.checker import check_certificate, load_certificate
+    from exactmem.kernel.limits import Budget
+    from exactmem.pipeline.certify import certify_file
 
     row = certify_file(toy_proof, out_dir=str(tmp_path), quiet=True, only="k3")[0]
     doc = load_certificate(row.path)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exactmem.certificate.rational_interval import Interval, exp_bound, idot, irelu, isum, round_ratio, softmax
+from exactmem.kernel.rational_interval import Interval, exp_bound, idot, irelu, isum, round_ratio, softmax
 
 
 def round_down(x, p):

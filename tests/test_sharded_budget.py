@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from exactmem.certificate.checker import MalformedCertificate, canonical_hash, check_certificate, load_certificate
+from exactmem.kernel.checker import MalformedCertificate, canonical_hash, check_certificate, load_certificate
 from exactmem.certificate.chunkfiles import chunk_reader
-from exactmem.certificate.limits import Limits
+from exactmem.kernel.limits import Limits
 from exactmem.certificate.writer import write_certificate
 from exactmem.distributed import check as sharded
 from exactmem.distributed.check import check_sharded

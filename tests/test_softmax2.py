@@ -9,7 +9,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from exactmem.certificate.checker import (SOFTMAX2_MAX_SPREAD, MalformedCertificate, canonical_hash,
+from exactmem.kernel.checker import (SOFTMAX2_MAX_SPREAD, MalformedCertificate, canonical_hash,
                                           check_certificate)
 from exactmem.certificate.writer import build_certificate
 from exactmem.data.dataset import Dataset
@@ -253,7 +253,7 @@ def test_refutation_after_softmax_reports_precision():
 def test_huge_exact_weights_serialize():
     """Mode (a)'s exact readouts have entries of ~10^4 decimal digits, past CPython's 4300-digit
     int <-> str limit: format/parse and the certificate round trip must still be exact."""
-    from exactmem.numbers import format_rational, parse_rational
+    from exactmem.arith.numbers import format_rational, parse_rational
 
     w = F(3 ** 40000 + 1, 2 ** 70001 + 7)  # ~19,000 and ~21,000 digits
     s = format_rational(w)

@@ -8,12 +8,12 @@ import os
 
 import pytest
 
-from exactmem.certificate.checker import check_certificate, load_certificate
+from exactmem.kernel.checker import check_certificate, load_certificate
 from exactmem.certificate.chunkfiles import chunk_reader
 from exactmem.certificate.stream import batch_ranges, stream_certificate
 from exactmem.certificate.writer import build_certificate, certificate_head, write_certificate
-from exactmem.pipeline import _outputs_of
-from exactmem.proof import load_proof_file
+from exactmem.pipeline.certify import _outputs_of
+from exactmem.pipeline.loader import load_proof_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -69,7 +69,7 @@ def test_a_wrong_output_in_the_last_batch_is_refuted(built, tmp_path):
 
 
 def test_certify_streams_chunked_instances(tmp_path):
-    from exactmem.pipeline import certify_file
+    from exactmem.pipeline.certify import certify_file
 
     rows = certify_file(os.path.join(ROOT, "proofs", "kajitsuka.py"), str(tmp_path), only="kajitsuka.next_token/N12-n4-d3-C4",
                         quiet=True, chunk_examples=5, checker="fast")
@@ -94,7 +94,7 @@ def test_missing_or_short_batches_are_an_error(built, tmp_path):
 def test_certify_streams_on_dask_workers(tmp_path, gz):
     """With a cluster the batches are evaluated on the workers and their chunk files encoded
     there; the certificate is the one made in one process, byte for byte."""
-    from exactmem.pipeline import certify_file
+    from exactmem.pipeline.certify import certify_file
 
     kw = dict(only="kajitsuka.next_token/N40-n8-d16-C4", quiet=True, chunk_examples=7, checker="fast", gzip_output=gz)
     one = certify_file(os.path.join(ROOT, "proofs", "kajitsuka.py"), str(tmp_path / "one"), **kw)

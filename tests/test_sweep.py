@@ -1,4 +1,4 @@
-"""Bit-precision sweeps (exactmem/sweep/, exactmem/report.py, CLI sweep/report).
+"""Bit-precision sweeps (exactmem/sweep/, exactmem/sweep/report.py, CLI sweep/report).
 
 Hand-made networks with minimal bits known exactly, a planted monotonicity violation,
 resumable sweeps, and the floating-point engines checked against each other and against
@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from exactmem import sweep as S
-from exactmem.cli import main
+from exactmem.cli.app import main
 from exactmem.data.dataset import Dataset
 from exactmem.model import Affine, Attention, Embed, FeedForward, Head, Model, affine, forward
-from exactmem.numbers import round_to_bits
-from exactmem.report import csv_text, findings, format_reach, latex_table, markdown_table, rows, write_report
+from exactmem.arith.numbers import round_to_bits
+from exactmem.sweep.report import csv_text, findings, format_reach, latex_table, markdown_table, rows, write_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -9,15 +9,15 @@ from fractions import Fraction as F
 import mpmath
 import pytest
 
-from exactmem import enclosure as E
-from exactmem.certificate.checker import check_certificate, load_certificate
+from exactmem.arith import enclosure as E
+from exactmem.kernel.checker import check_certificate, load_certificate
 from exactmem.certificate.fastcheck import check_certificate_fast
 from exactmem.certificate.writer import build_certificate
-from exactmem.pipeline import certify_file
-from exactmem.constructions import vardi
+from exactmem.pipeline.certify import certify_file
+from exactmem.constructions.vardi import memorizer as vardi
 from exactmem.data.dataset import DataError, Dataset
 from exactmem.model import Affine, Model, forward, measure
-from exactmem.proof import load_proof_file
+from exactmem.pipeline.loader import load_proof_file
 from exactmem.proofs import vardi as PV  # the proof file's helpers (proofs/vardi.py re-exports it)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

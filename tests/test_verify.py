@@ -1,6 +1,6 @@
 """``exactmem verify`` on real clients exported by ``torch.onnx.export``: a trained
 ``nn.TransformerEncoder``, ``transformers``' GPT-2 and BERT; planted faults; CLI exit codes.
-The kernel's re-check (``check`` → CERTIFIED/REFUTED) runs once ``exactmem.certificate.graph``
+The kernel's re-check (``check`` → CERTIFIED/REFUTED) runs once ``exactmem.kernel.graph``
 exists."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("onnxscript")
 
 import exactmem as em  # noqa: E402
-from exactmem.certificate.schema import canonical_hash  # noqa: E402
+from exactmem.kernel.schema import canonical_hash  # noqa: E402
 from exactmem.verify.run import VerifyInputError, export_torch  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,7 +33,7 @@ def _cli(*args):
 
 def _check(path):
     """The kernel's verdict on a certificate, when the kernel knows graphs."""
-    pytest.importorskip("exactmem.certificate.graph")
+    pytest.importorskip("exactmem.kernel.graph")
     r = _cli("check", path)
     return r.returncode, r.stdout + r.stderr
 

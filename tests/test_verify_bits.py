@@ -18,9 +18,9 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("flint")
 
 import exactmem as em  # noqa: E402
-from exactmem.certificate.checker import check_certificate  # noqa: E402
-from exactmem.certificate.schema import load_certificate  # noqa: E402
-from exactmem.numbers import round_to_bits  # noqa: E402
+from exactmem.kernel.checker import check_certificate  # noqa: E402
+from exactmem.kernel.schema import load_certificate  # noqa: E402
+from exactmem.arith.numbers import round_to_bits  # noqa: E402
 from exactmem.verify.bits import encode_bits, round_model, weight_initializers  # noqa: E402
 from exactmem.verify.bits_report import markdown_table  # noqa: E402
 from exactmem.verify.floats import decode_bits, exact_array  # noqa: E402

@@ -158,7 +158,7 @@ def sequences(N: int, n: int, d: int, C: int, seed: int = 0, setting: str = "nex
 def make_data(sequences: Sequence, labels: Sequence, C: int, setting: str = "next_token",
               name: str = "") -> SequenceData:
     """Exact sequence data from your own tokens (ints, Fractions or ``"p/q"`` strings; floats are
-    refused — use :mod:`exactmem.importer` to convert float files exactly).
+    refused — use :mod:`exactmem.export.importer` to convert float files exactly).
 
     ``labels[i]`` is an int in {0, …, C − 1} (next-token) or a tuple of n of them (seq2seq).
     Shapes and labels are validated here; separation and consistency by :func:`check_data`.
@@ -241,7 +241,7 @@ def dataset(inputs: Sequence, labels: Sequence, input_type: str = "vectors", nam
     ``"p/q"`` strings; token ids for ``input_type="tokens"``), ``labels[i]`` a class index (for
     ``decode="argmax"`` models) or the exact output: a number or vector (readout ``last``), a
     list of them per position (readout ``all``). Floats are refused."""
-    from ..numbers import to_rational
+    from ..arith.numbers import to_rational
 
     def tok(t):
         return int(t) if input_type == "tokens" else tuple(to_rational(x) for x in t)
@@ -356,7 +356,7 @@ class LayerTrace:
 
     def max_bits(self) -> Optional[int]:
         """Max bit complexity (``docs/measurement.md``) of an activation; None for balls."""
-        from ..numbers import bits
+        from ..arith.numbers import bits
 
         try:
             return max((bits(x) for c in self.columns for x in c), default=0)
@@ -449,7 +449,7 @@ def trace(model: ModelLike, x: Sequence, backend: str = "auto", prec: int = 128)
 
     ``model`` is a Model or a :class:`Memorizer` (whose stages then label the layers).
     ``print(trace(...))`` shows a per-layer table (width, bits of the largest activation,
-    attention weights of the last query); :mod:`exactmem.inspect_model` draws figures."""
+    attention weights of the last query); :mod:`exactmem.inspector.text` draws figures."""
     from ..model.forward import decode_output, forward
 
     m = _model_of(model)
@@ -518,25 +518,25 @@ def certify(model: ModelLike, dataset: Any = None, claims: Optional[Iterable[Cla
     """Certify that ``model`` memorizes ``dataset`` and satisfies ``claims``: the independent
     checker's verdict (``docs/certificate.md``).
 
-    The producer side is the one of ``python -m exactmem certify`` (:mod:`exactmem.pipeline`):
+    The producer side is the one of ``python -m exactmem certify`` (:mod:`exactmem.pipeline.certify`):
     the exact forward pass, then a format-v1 certificate (model, data, claimed outputs,
     claims) serialised once — to ``path`` if given, else to bytes in memory — and parsed back
     by the checker's own reader, so the checker sees only the serialised document and
     re-derives every output and every claimed size from it (no construction code).
 
-    ``checker``: ``"pure"`` — the small kernel (:mod:`exactmem.certificate.checker`:
+    ``checker``: ``"pure"`` — the small kernel (:mod:`exactmem.kernel.checker`:
     ``int``/``Fraction`` only, rational intervals after softmax); ``"fast"`` — the batched
     exact NumPy path (:mod:`exactmem.certificate.fastcheck`, same verdicts); ``"auto"``
     (default) — the CLI's rule without a ``--size``: fast when every attention layer is
     ``uniform`` or ``hardmax`` and the dataset has at least 1,000 examples, else pure
-    (:func:`exactmem.pipeline.auto_checker`). ``backend="auto"``: the exact engine the proof
+    (:func:`exactmem.pipeline.certify.auto_checker`). ``backend="auto"``: the exact engine the proof
     file names for this theorem (e.g. ``compress`` for Kajitsuka & Sato and Vardi et al.),
     else the forward pass's own choice.
 
     ``model`` may be a :class:`Memorizer`: then ``dataset``, ``claims``, ``error_bound`` and
     ``theorem`` default to its own. ``claims``: see :func:`claims_from`. ``error_bound``:
     for identity decoding, outputs within ε of the labels pass (softmax models). ``limits``:
-    the verifier's budget, an :class:`exactmem.certificate.checker.Limits` (time, precision,
+    the verifier's budget, an :class:`exactmem.kernel.checker.Limits` (time, precision,
     digits, value and file size; ``docs/certificate.md`` § Budgets): a time, precision or value
     limit hit gives ``UNKNOWN``; more digits or bytes than allowed raise ``MalformedCertificate``
     (``check`` exits 3).
@@ -546,13 +546,13 @@ def certify(model: ModelLike, dataset: Any = None, claims: Optional[Iterable[Cla
     verdict and witness (``docs/scaling.md``); the certificate then goes to ``path`` (or a
     temporary directory), in version-2 chunks of ``chunk_examples`` if given.
 
-    Returns a :class:`~exactmem.certificate.checker.Verdict`: ``.status`` is ``CERTIFIED``,
+    Returns a :class:`~exactmem.kernel.checker.Verdict`: ``.status`` is ``CERTIFIED``,
     ``REFUTED`` (``.witness`` names the example or claim) or ``UNKNOWN``; ``.measured`` the
     checker's own parameter/width/depth/bit counts.
     """
-    from ..certificate.checker import decode_certificate, load_certificate
+    from ..kernel.checker import decode_certificate, load_certificate
     from ..certificate.writer import build_certificate, write_certificate
-    from ..pipeline import auto_checker, checker_function, claimed_outputs, preferred_engine
+    from ..pipeline.certify import auto_checker, checker_function, claimed_outputs, preferred_engine
 
     if checker not in ("auto", "pure", "fast"):
         raise ValueError(f"checker must be 'auto', 'pure' or 'fast', not {checker!r}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..constructions import dana as _D
+from ..constructions.dana import association as _D
 from ..data.dana_data import LookupTable
 from ..data.dana_data import random_table as _random_table
 from ..data.dana_data import spread_table as _spread_table

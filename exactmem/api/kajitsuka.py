@@ -13,7 +13,7 @@ is stricter than (110) with the integers its lemmas require, ``vardi.eq110_integ
 the network in the paper's blocks, ``proofs/kajitsuka_paper.py``, is claimed against), and whose
 ``stages`` name the lemmas' layer ranges (F₁'s token id and ϕ̃, the uniform attention, F₂'s
 Lemma C.1 stages, including the bit-extraction Stage III of Lemma G.6). Wraps
-:func:`exactmem.constructions.kajitsuka.build`; see ``docs/kajitsuka.md``.
+:func:`exactmem.constructions.kajitsuka.compact.build`; see ``docs/kajitsuka.md``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import List
 
 from ..certificate.writer import Claim
-from ..constructions import kajitsuka as _K
+from ..constructions.kajitsuka import compact as _K
 from ..data.kajitsuka_data import SequenceData
 from ..proofs._kajitsuka_core import stage_spans
 from . import Memorizer, Stage, proof_module
@@ -54,7 +54,7 @@ def next_token(data: SequenceData, seed: int = 0, r=None, delta=None) -> Memoriz
     last position.
 
     ``data``: :class:`~exactmem.data.kajitsuka_data.SequenceData` with ``setting="next_token"``
-    (from :func:`exactmem.sequences`, :func:`exactmem.make_data` or :mod:`exactmem.importer`).
+    (from :func:`exactmem.sequences`, :func:`exactmem.make_data` or :mod:`exactmem.export.importer`).
     ``r``, ``delta``: the separation constants of Assumption 4.1 (default: the tightest ones,
     clamped to r ≥ 1 ≥ δ). ``seed`` fixes the random projections and Lemma B.2's weights.
     Raises :class:`~exactmem.data.dataset.DataError` when an assumption fails (the message

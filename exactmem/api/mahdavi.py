@@ -15,7 +15,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Optional
 
-from ..constructions import mahdavi as _M
+from ..constructions.mahdavi import construction as _M
 from ..data.mahdavi_data import QueryContextData, random_query_context
 from . import Memorizer, proof_module
 

@@ -18,7 +18,7 @@ from fractions import Fraction
 from typing import List, Sequence
 
 from ..certificate.writer import Claim
-from ..constructions import vardi as _V
+from ..constructions.vardi import memorizer as _V
 from ..data.dataset import Dataset
 from . import Memorizer, Stage, proof_module
 

@@ -12,7 +12,7 @@
   bit conventions;
 * :mod:`.symbolic` — degrees and polynomial counts with sympy on tiny instances;
 * :mod:`.toy` — brute-force sign patterns of toy hardmax Transformers;
-* :mod:`exactmem.enclosure` (shared with the size claims) — proven rational enclosures of e
+* :mod:`exactmem.arith.enclosure` (shared with the size claims) — proven rational enclosures of e
   and log2; exact decisions;
 * :mod:`.plot` — lower bounds vs the O(N) baseline (matplotlib optional).
 
@@ -21,15 +21,15 @@ No floating point enters a verdict.
 
 from .arch import Architecture, BoundsInputError, parse_architecture
 from .bookkeeping import PAPER, Bookkeeping
-from ..enclosure import Interval, decide, e_interval, log2_interval
+from ..arith.enclosure import Interval, decide, e_interval, log2_interval
 from .next_token import min_W_next_token, next_token_chain, reduction_report
-from .protocol import BoundTheorem, load_bounds_file, run_bounds_file
-from .report import Report, Step
+from .protocol import BoundTheorem, run_bound_theorems
+from ..arith.steps import Report, Step
 from .seq2seq import chain, min_W, min_W_report, min_W_sharp, simplification_cost
 
 __all__ = [
     "Architecture", "BoundsInputError", "parse_architecture", "PAPER", "Bookkeeping", "Interval", "decide",
     "e_interval", "log2_interval", "min_W_next_token", "next_token_chain", "reduction_report", "BoundTheorem",
-    "load_bounds_file", "run_bounds_file", "Report", "Step", "chain", "min_W", "min_W_report", "min_W_sharp",
+    "run_bound_theorems", "Report", "Step", "chain", "min_W", "min_W_report", "min_W_sharp",
     "simplification_cost",
 ]

@@ -25,11 +25,11 @@ from fractions import Fraction
 from math import comb, gcd
 from typing import List, Optional
 
-from ..numbers import least_true
+from ..arith.numbers import least_true
 from .arch import check_positive_int
 from .search import least_from_guess
-from ..enclosure import Interval, log2_interval
-from .report import Report, check
+from ..arith.enclosure import Interval, log2_interval
+from ..arith.steps import Report, check
 
 
 def label_bits(N: int, C: int = 2, bits: int = 48) -> Interval:
@@ -47,7 +47,7 @@ def rationals_with_bits_at_most(b: int) -> int:
 
 def count_rationals_bruteforce(b: int) -> int:
     """Exactly the rationals p/q in lowest terms with ``numbers.bits(p/q) ≤ b`` (small b only)."""
-    from ..numbers import bits
+    from ..arith.numbers import bits
 
     out = 1 if bits(0) <= b else 0
     for q in range(1, 1 << b):
@@ -139,7 +139,7 @@ def baseline_rows(N_values: List[int], d: int = 16, C: int = 2, seed: int = 0, s
 def kajitsuka_rows(N_values: List[int], d: int, C: int, seed: int, n: int = 8, max_N: int = 10 ** 4) -> List[dict]:
     """Kajitsuka & Sato Theorem B.1 (next-token, n = 8) built on seeded data and measured like
     the baselines; N above ``max_N`` is skipped."""
-    from ..constructions.kajitsuka import build_measured
+    from ..constructions.kajitsuka.compact import build_measured
 
     rows = []
     for N in N_values:

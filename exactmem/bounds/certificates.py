@@ -4,7 +4,7 @@ The producer side of ``docs/lower-bound-certificates.md``. Every arithmetic step
 :mod:`.seq2seq`, :mod:`.sharp`, :mod:`.next_token` and :mod:`.bits` decide is written here as an
 exact relation between expressions built from the concrete integers (n, N, C, W, the
 architecture's d, m, s, H, q, L); the cited lemmas become premises. ``python -m exactmem check
-FILE`` re-derives every step in the trusted kernel (``exactmem/certificate/lowerbound.py``);
+FILE`` re-derives every step in the trusted kernel (``exactmem/kernel/lowerbound.py``);
 nothing here is trusted. A step the expression language cannot state goes to
 ``producer_checked`` and is printed as "checked by the producer".
 """
@@ -27,7 +27,7 @@ Expr = Any  # a number string, a name, or [operator, ...]
 
 def num(x) -> str:
     """An exact number as the expression language writes it: "12", "-3/8" (any size)."""
-    from ..certificate.text import int_str
+    from ..kernel.text import int_str
 
     x = Fraction(x)
     return int_str(x.numerator) if x.denominator == 1 else f"{int_str(x.numerator)}/{int_str(x.denominator)}"
@@ -105,7 +105,7 @@ class Chain:
         self.producer.append({"eq": eq, "claim": claim, **({"note": note} if note else {})})
 
     def document(self, meta: Optional[dict] = None) -> Dict[str, Any]:
-        from ..certificate.schema import canonical_hash
+        from ..kernel.schema import canonical_hash
 
         doc = {"format": "exactmem-lower-bound", "version": 1, "statement": self.statement,
                "premises": self.premises, "definitions": self.definitions, "steps": self.steps,
@@ -418,9 +418,9 @@ def chain_chain(arch: Architecture, n: int, N: int, convention: str = "paper") -
 
 def _decided_ruled_out(nN: int, name: str, ch: Chain) -> bool:
     """Add the verdict step nN > bound (ruled out) or nN ≤ bound, as the producer's enclosure says."""
-    from ..certificate import elementary as el
-    from ..certificate.limits import Budget
-    from ..certificate.lowerbound import _Parser, _definitions, evaluate
+    from ..kernel import elementary as el
+    from ..kernel.limits import Budget
+    from ..kernel.lowerbound import _Parser, _definitions, evaluate
 
     budget = Budget()
     rd = _Parser(budget)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import List, Sequence
 
-from ..enclosure import Interval, log2_e, log2_interval
+from ..arith.enclosure import Interval, log2_e, log2_interval
 
 
 @dataclass(frozen=True)

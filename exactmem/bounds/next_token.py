@@ -39,8 +39,8 @@ from typing import List, Tuple
 
 from .arch import SMALLEST_LABEL, Architecture, BoundsInputError, check_convention, check_positive_int, smallest_W
 from .counting import Factor, amgm_is_equality, amgm_log2, product_log2, total_weight
-from ..enclosure import FAILS, HOLDS, Interval, decide, log2_times_e
-from .report import Report, Step, check, vacuity_step
+from ..arith.enclosure import FAILS, HOLDS, Interval, decide, log2_times_e
+from ..arith.steps import Report, Step, check, vacuity_step
 from .search import ceil_sqrt, least_in_bracket
 from .seq2seq import REPAIR_PRECONDITION, _family, _verdict
 

@@ -10,7 +10,7 @@ Left panel, next-token (against N): the two explicit Theorem B.2 bounds and the 
 (against nN): the Theorem B.3 bound (96) — it depends on nN only — the sharp bound (90)
 minimized over a family of architectures for n = 1 and n = 8, and the token-wise baseline
 d + 6(nN−1) + 1 (the step network memorizes all nN distinct tokens, attention unused).
-Kajitsuka & Sato's construction (``exactmem.constructions.kajitsuka``) is built and measured
+Kajitsuka & Sato's construction (``exactmem.constructions.kajitsuka.compact``) is built and measured
 for the points up to 10^4 (:func:`kajitsuka_series`).
 """
 
@@ -45,7 +45,7 @@ def kajitsuka_series(xs: Sequence[int], setting: str, d: int, max_x: int = 10 **
     """Kajitsuka & Sato's construction, built and measured (exact stored parameter counts):
     (N, params) for ``setting="next-token"`` (n = 8), (nN, params) for ``"seq2seq"`` (n = 8,
     N = nN/8). Points beyond ``max_x`` are not built (N = 10^4 takes seconds; 10^7 would not)."""
-    from ..constructions.kajitsuka import build_measured
+    from ..constructions.kajitsuka.compact import build_measured
 
     out: Series = []
     for x in xs:

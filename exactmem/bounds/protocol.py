@@ -4,7 +4,8 @@ Construction proof files (``docs/proof-files.md``) define ``THEOREMS`` that ``ce
 builds. Lower bounds build no model; a lower-bound file defines ``LOWER_BOUNDS``, a list of
 :class:`BoundTheorem`: a statement, its source, a ``run(params) -> Report`` function that
 checks it step by step, and default instances tagged with ``--size`` levels.
-``python -m exactmem bounds run proofs/lower_bounds.py`` runs them. A theorem whose steps are
+``python -m exactmem bounds run proofs/lower_bounds.py`` runs them (the file is loaded by
+:mod:`exactmem.pipeline.loader`, which sits above the proof files). A theorem whose steps are
 arithmetic may also give ``certificate(params) -> dict``: its chain as a lower-bound certificate
 (``docs/lower-bound-certificates.md``); ``bounds run … --certificate DIR`` writes one per instance
 and labels the others "checked by the producer".
@@ -17,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from .report import Report
+from ..arith.steps import Report
 
 SIZES = ("small", "medium", "large", "xlarge", "xxlarge")  # the --size levels of exactmem.proof
 
@@ -52,21 +53,11 @@ class BoundRow:
     certificate: str = ""  # the file written, or "" (checked by the producer)
 
 
-def load_bounds_file(path: str) -> List[BoundTheorem]:
-    """Import ``path`` and return its ``LOWER_BOUNDS``."""
-    from ..proof import import_file
-
-    mod = import_file(path, "exactmem_bounds_", BoundsFileError, "lower-bound file")
-    items = getattr(mod, "LOWER_BOUNDS", None)
-    if not isinstance(items, (list, tuple)) or not items or not all(isinstance(t, BoundTheorem) for t in items):
-        raise BoundsFileError(f"{path} must define LOWER_BOUNDS, a non-empty list of exactmem.bounds.BoundTheorem")
-    return list(items)
-
-
-def run_bounds_file(path: str, size: str = "small", only: Optional[str] = None,
-                    on_row: Optional[Callable[[BoundRow], None]] = None,
-                    certificate_dir: Optional[str] = None,
-                    builders: Optional[Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]]] = None) -> List[BoundRow]:
+def run_bound_theorems(theorems: Sequence[BoundTheorem], size: str = "small", only: Optional[str] = None,
+                       on_row: Optional[Callable[[BoundRow], None]] = None,
+                       certificate_dir: Optional[str] = None,
+                       builders: Optional[Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]]] = None
+                       ) -> List[BoundRow]:
     """Run every instance of the given size; one row per (theorem, instance). With
     ``certificate_dir``, each instance of a theorem that has ``certificate`` is also written there
     as ``THEOREM__INSTANCE.json``; ``builders`` (theorem name -> function) serve theorems whose file
@@ -74,7 +65,7 @@ def run_bounds_file(path: str, size: str = "small", only: Optional[str] = None,
     if size not in SIZES:
         raise BoundsFileError(f"unknown size {size!r}; use one of {SIZES}")
     rows = []
-    for th in load_bounds_file(path):
+    for th in theorems:
         if only and only not in th.name:
             continue
         for inst in th.instances_for(size):

@@ -28,8 +28,8 @@ from typing import Iterable, List, Optional, Tuple
 from .arch import SMALLEST_LABEL, Architecture, check_convention, check_positive_int, smallest_W
 from .bookkeeping import PAPER, Bookkeeping
 from .counting import amgm_is_equality, amgm_log2, product_log2, total_weight
-from ..enclosure import FAILS, HOLDS, Interval, decide, e_interval, log2_times_e
-from .report import Report, Step, check, vacuity_step
+from ..arith.enclosure import FAILS, HOLDS, Interval, decide, e_interval, log2_times_e
+from ..arith.steps import Report, Step, check, vacuity_step
 from .search import ceil_sqrt, least_in_bracket
 from .sharp import (Family, SharpMin, factors, min_L_not_ruled_out, min_W_sharp, product_log2_sharp,  # noqa: F401
                     ruled_out_sharp, sharp_bound_at)

@@ -38,7 +38,7 @@ from itertools import product as iproduct
 from math import isqrt
 from typing import List, Optional, Tuple
 
-from ..enclosure import FAILS, HOLDS, Interval, decide, log2_e
+from ..arith.enclosure import FAILS, HOLDS, Interval, decide, log2_e
 from .arch import Architecture
 from .bookkeeping import PAPER, Bookkeeping
 from .counting import Factor, lemma_b4_log2, product_log2

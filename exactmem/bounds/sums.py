@@ -9,7 +9,7 @@ exact integer sums plus sums of the form
 
 which :func:`linear_log2_sum` encloses by the Euler–Maclaurin formula with a proven
 remainder (integers and rationals; the logarithms through the enclosures of
-:mod:`exactmem.enclosure`; no floating point).
+:mod:`exactmem.arith.enclosure`; no floating point).
 
 **Proof.** Write α + βx = P·u + R with P = β/γ, R = α − βδ/γ (rationals). With
 log2' = log2 e / u:
@@ -47,7 +47,7 @@ from functools import lru_cache
 from math import comb, factorial
 from typing import Union
 
-from ..enclosure import Interval, log2_e, log2_interval
+from ..arith.enclosure import Interval, log2_e, log2_interval
 
 Rat = Union[int, Fraction]
 

@@ -27,7 +27,7 @@ from typing import Dict, List
 
 from .arch import Architecture, check_convention
 from .bookkeeping import PAPER, Bookkeeping
-from .report import Report, check
+from ..arith.steps import Report, check
 from .toy import distinct_tokens, forward_generic, params_from_vector
 
 

@@ -18,9 +18,9 @@ from itertools import product as iproduct
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .arch import Architecture, BoundsInputError
-from ..enclosure import Interval, decide, log2_interval
+from ..arith.enclosure import Interval, decide, log2_interval
 from .counting import product_log2
-from .report import Report, Step, check
+from ..arith.steps import Report, Step, check
 
 Params = Dict[str, List[list]]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from .limits import LimitExceeded, Limits
-from .schema import MalformedCertificate, read_bytes
+from ..kernel.limits import LimitExceeded, Limits
+from ..kernel.schema import MalformedCertificate, read_bytes
 
 
 def chunk_reader(directory: str, limits: Optional[Limits] = None):

@@ -75,13 +75,13 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .checker import (Budget, Limits, MalformedCertificate, ParsedCertificate, Verdict, check_chunks, check_claims,
+from ..kernel.checker import (Budget, Limits, MalformedCertificate, ParsedCertificate, Verdict, check_chunks, check_claims,
                       check_examples, combine_verdicts, conclude, conflict_verdict, judge_example, new_facts,
                       parse_certificate, parse_chunk, precision_cap)
-from .facts import DataFacts
-from .evaluate import common_divisor
-from .linear import Affine, Attention, Embed, FeedForward, Lin
-from .limits import LimitExceeded
+from ..kernel.facts import DataFacts
+from ..kernel.evaluate import common_divisor
+from ..kernel.linear import Affine, Attention, Embed, FeedForward, Lin
+from ..kernel.limits import LimitExceeded
 from ..native import AVAILABLE, NATIVE_MIN_VALUES, equal_classes, kernels, refinement
 from ..native.rows import ints_of, lincomb
 

@@ -19,9 +19,9 @@ from typing import Any, Dict, List, Optional
 from ..data.dataset import Dataset, dataset_to_json
 from ..model.layers import Model
 from ..model.serialize import model_to_json
-from ..numbers import format_rational, to_rational
-from .checker import canonical_hash
-from .schema import CHUNK_FORMAT, QUANTITIES
+from ..arith.numbers import format_rational, to_rational
+from ..kernel.checker import canonical_hash
+from ..kernel.schema import CHUNK_FORMAT, QUANTITIES
 
 FORMAT = "exactmem-certificate"
 VERSION = 1

@@ -82,7 +82,7 @@ def project_distinct(points: Sequence[tuple], seed: int, max_tries: int = 60, in
     ``integer=True``: v_k is a multiple of the lcm of coordinate k's denominators, so the
     projected values are integers.
     """
-    from ..numbers import lcm_of_denominators
+    from ..arith.numbers import lcm_of_denominators
 
     rng = random.Random(seed)
     d = len(points[0])

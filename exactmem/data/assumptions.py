@@ -32,7 +32,7 @@ from itertools import combinations
 from math import comb
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .. import linalg
+from ..arith import linalg
 from .dataset import DataError
 from .mahdavi_data import QueryContextData
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import List, Optional, Sequence, Tuple
 
-from ..numbers import to_rational
+from ..arith.numbers import to_rational
 from .dataset import DataError, Dataset
 
 Seq = Tuple[int, ...]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..numbers import format_rational, parse_rational, to_rational
+from ..arith.numbers import format_rational, parse_rational, to_rational
 
 
 class DataError(ValueError):

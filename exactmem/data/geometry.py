@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Sequence, Tuple
 
-from ..numbers import integer_points
+from ..arith.numbers import integer_points
 
 
 def closest_pair(points: Sequence[tuple]) -> Tuple[Fraction, int, int]:

@@ -23,7 +23,7 @@ from fractions import Fraction
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .dataset import DataError, Dataset
-from ..numbers import integer_points
+from ..arith.numbers import integer_points
 from .geometry import closest_pair
 
 Token = Tuple[Fraction, ...]

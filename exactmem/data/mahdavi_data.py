@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..numbers import to_rational
+from ..arith.numbers import to_rational
 from .dataset import DataError, Dataset
 
 Vec = Tuple[Fraction, ...]

@@ -33,14 +33,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
-from ..certificate.checker import (Verdict, check_claims, check_examples, combine_verdicts, conclude,
+from ..kernel.checker import (Verdict, check_claims, check_examples, combine_verdicts, conclude,
                                    conflict_verdict, decode_certificate, new_facts, parse_certificate, precision_cap)
 from ..certificate.chunkfiles import chunk_reader
 from ..certificate.fastcheck import (GROUP_EXAMPLES, check_examples_fast, chunk_groups, fast_supported,
                                     merged_chunks)
-from ..certificate.limits import Budget, LimitExceeded, Limits
-from ..certificate.schema import MalformedCertificate, read_bytes
-from ..certificate.text import fmt
+from ..kernel.limits import Budget, LimitExceeded, Limits
+from ..kernel.schema import MalformedCertificate, read_bytes
+from ..kernel.text import fmt
 from .cluster import abandon, dask_client, dask_timeout, worker_count
 
 _PARSED: dict = {}  # per worker process: the certificate parsed for its shards, by hash

@@ -84,8 +84,8 @@ def _claims(doc: Dict[str, Any]) -> Dict[str, int]:
 def kernel_check(doc: Dict[str, Any], path: Optional[str] = None, workers: int = 1):
     """The kernel's verdict on a ``verify`` certificate, read back from its serialised bytes
     (``path`` when it was written; ``workers`` > 1: sharded on a local Dask cluster)."""
-    from ..certificate.checker import check_certificate
-    from ..certificate.schema import decode_certificate, load_certificate
+    from ..kernel.checker import check_certificate
+    from ..kernel.schema import decode_certificate, load_certificate
 
     if workers > 1:
         from ..distributed.check import check_sharded

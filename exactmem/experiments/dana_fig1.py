@@ -20,7 +20,7 @@ certificate — certified (the real softmax network's argmax is g(t)), refuted (
 scores surely ≥ g(t)), or unknown (the enclosures do not separate at the precision budget). Beside them:
 Corollary 2's floor φ(H·d_h + d), Mahdavi et al.'s φ(H(d_h − 1) + 1), and at d = 2 the floor the
 proof really reaches, φ(d + H·min(d_h, d)), with φ(X) = 1/N + (1 − 1/N)·X/T0
-(:func:`exactmem.constructions.dana.corollary2_accuracy`). Examples whose float prediction is right
+(:func:`exactmem.constructions.dana.association.corollary2_accuracy`). Examples whose float prediction is right
 but whose verdict is refuted/unknown are listed in the JSON summary (``gap_examples``).
 
 Training follows the official code's hyper-parameters, which produced the paper's CSVs (note §5.2):
@@ -71,7 +71,7 @@ QUICK = {
 
 def bounds(N: int, d: int, dh: int, H: int, S: int = 2) -> Dict[str, Any]:
     """Corollary 2's floor φ(H·d_h + d), Mahdavi's φ(H(d_h − 1) + 1) and the proof's φ(d + H·min(d_h, d))."""
-    from ..constructions.dana import capacity, corollary2_accuracy, mahdavi_capacity, rank_bound
+    from ..constructions.dana.association import capacity, corollary2_accuracy, mahdavi_capacity, rank_bound
 
     T0 = N ** S
     return {"T0": T0, "capacity": capacity(d, dh, H), "mahdavi_capacity": mahdavi_capacity(dh, H),

@@ -298,7 +298,7 @@ def train(data: TextData, blocks: int, lr: float, warmup: int, epochs: int, seed
     import torch
 
     from ..export import to_torch
-    from ..importer import from_state_dict
+    from ..export.importer import from_state_dict
 
     torch.set_num_threads(1)
     torch.manual_seed(seed)

@@ -168,11 +168,11 @@ def locate() -> str:
 
 
 def load(model_dir: str) -> Dict[str, Any]:
-    """The embedding tensors (float32 NumPy arrays, :func:`exactmem.importer.load_arrays`) and
+    """The embedding tensors (float32 NumPy arrays, :func:`exactmem.export.importer.load_arrays`) and
     the vocabulary (``vocab.txt``, one token a line; absent: every id is ordinary)."""
     import numpy as np
 
-    from ..importer import load_arrays
+    from ..export.importer import load_arrays
 
     arrays, _ = load_arrays(os.path.join(model_dir, "model.safetensors"))
     out = {k: np.asarray(arrays[k], dtype=np.float32) for k in (WORD, POS, TYPE, LN_W, LN_B) if k in arrays}

@@ -14,7 +14,7 @@ Files:
 
 * :func:`save` — ``.npz`` (``numpy.savez``) or ``.safetensors``; the architecture (layer
   types, flags, shapes, readout) is stored next to the tensors as JSON (npz entry
-  ``__exactmem__``, safetensors metadata key ``exactmem``), so :func:`exactmem.importer.load_model`
+  ``__exactmem__``, safetensors metadata key ``exactmem``), so :func:`exactmem.export.importer.load_model`
   rebuilds the exact model from the float values. safetensors files are written with the
   ``safetensors`` package when it is installed (extra ``safetensors``) and otherwise by the
   small writer here, which follows the published format (8-byte little-endian header length,

@@ -10,7 +10,7 @@ from fractions import Fraction
 from typing import Any, Dict, List, Tuple
 
 from ..model.layers import Affine, Attention, Embed, FeedForward, Model
-from ..numbers import bits
+from ..arith.numbers import bits
 from .formats import get_format, round_to_format
 from .safetensors_io import _safetensors_package, write_safetensors
 

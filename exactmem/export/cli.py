@@ -18,7 +18,7 @@ DEFAULT_DTYPE = "float32"
 
 
 def add_parser(sub) -> None:
-    """Register ``export`` on the top-level subparsers object of ``exactmem.cli``."""
+    """Register ``export`` on the top-level subparsers object of ``exactmem.cli.app``."""
     e = sub.add_parser("export", help="export a certificate's model to .npz / .safetensors in a float dtype",
                        description="Round the exact weights of a certificate's model to a float format, write "
                                    ".npz or .safetensors (architecture included), report the rounding, and "
@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
 
 def run_cli(args) -> int:
     """Handler of ``exactmem export``: exit 0 on success, 3 on unreadable input."""
-    from ..certificate.checker import MalformedCertificate, load_certificate
+    from ..kernel.checker import MalformedCertificate, load_certificate
     from ..data.dataset import dataset_from_json
     from ..model.serialize import model_from_json
 

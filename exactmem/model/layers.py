@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Optional, Sequence, Tuple, Union
 
-from ..numbers import to_rational
+from ..arith.numbers import to_rational
 
 Matrix = Tuple[Tuple[Fraction, ...], ...]
 Vector = Tuple[Fraction, ...]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, asdict
 from typing import Callable, Dict, Iterator, List
 
-from ..numbers import bits
+from ..arith.numbers import bits
 from .layers import Affine, Attention, Embed, FeedForward, Model, shape
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from ..numbers import format_rational, parse_rational
+from ..arith.numbers import format_rational, parse_rational
 from .layers import Affine, Attention, Embed, FeedForward, Head, Model, ModelError
 
 

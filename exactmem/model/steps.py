@@ -14,7 +14,7 @@ from fractions import Fraction
 from math import gcd
 from typing import List, Optional, Sequence, Tuple
 
-from ..numbers import lcm_of_denominators
+from ..arith.numbers import lcm_of_denominators
 
 
 @dataclass(frozen=True)

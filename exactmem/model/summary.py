@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List
 
-from ..numbers import bits
+from ..arith.numbers import bits
 from .layers import Affine, Attention, Embed, FeedForward, Model, shape
 from .measure import Measurement, _matrices, measure, paper_counts
 

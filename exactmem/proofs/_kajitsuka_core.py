@@ -22,9 +22,10 @@ Every claim is computed from the instance and compared by the independent checke
 from fractions import Fraction
 from typing import List, NamedTuple, Tuple
 
-from exactmem import enclosure as E
+from exactmem.arith import enclosure as E
 from exactmem.certificate.writer import Claim
-from exactmem.constructions import kajitsuka, vardi
+from exactmem.constructions.kajitsuka import compact as kajitsuka
+from exactmem.constructions.vardi import memorizer as vardi
 from exactmem.data.kajitsuka_data import generate
 from exactmem.proof import Built, Instance, Theorem
 

@@ -1,7 +1,7 @@
 """Dana, Pydi & Chevaleyre (AISTATS 2025): memorization in attention-only Transformers.
 
 Reference: the technical note ``papers/dana.md`` (§1–§3; errata §7). The construction is
-``exactmem/constructions/dana.py``; ``docs/dana.md`` explains the two softmax modes.
+``exactmem/constructions/dana/association.py``; ``docs/dana.md`` explains the two softmax modes.
 
 * ``dana.corollary1`` — Corollary 1 (general d, Table 1): an AoT (embeddings, one softmax
   attention layer with H heads of dimension d_h and a skip connection, unembedding, argmax)
@@ -33,14 +33,17 @@ Reference: the technical note ``papers/dana.md`` (§1–§3; errata §7). The co
 
 from fractions import Fraction
 
+from exactmem.bounds.dana import certificates as DC
 from exactmem.bounds.protocol import BoundTheorem
 from exactmem.certificate.writer import Claim
-from exactmem.constructions import dana
-from exactmem.constructions import dana_bounds as DB
-from exactmem.constructions import dana_distribution as DD
-from exactmem.data.dana_data import Conditionals, random_conditionals, spread_table, t_epsilon
+from exactmem.constructions.dana import association as dana
+from exactmem.constructions.dana import bounds as DB
+from exactmem.constructions.dana import distribution as DD
+from exactmem.data.dana_data import random_conditionals, spread_table, t_epsilon
 from exactmem.data.dataset import DataError
 from exactmem.proof import Built, Instance, Theorem
+
+theorem2_data, run_theorem2 = DB.theorem2_data, DB.run_theorem2  # Theorem 2's instances (bounds.dana.certificates reads them too)
 
 SOURCE = "Dana, Pydi & Chevaleyre, AISTATS 2025"
 
@@ -127,17 +130,6 @@ def build_proposition1(params, seed):
                  info=info)
 
 
-def theorem2_data(params, seed) -> Conditionals:
-    """``jensen``: the fixed instance on which Theorem 2's simplified bound fails for the proof's
-    encoder; otherwise seeded near-look-up-table conditionals."""
-    if params.get("jensen"):
-        A = (Fraction(61, 100), Fraction(9, 100), Fraction(1, 50000), Fraction(11, 100))
-        B = (Fraction(1, 200000), Fraction(4876, 10000), Fraction(5124, 10000) - Fraction(2, 200000), Fraction(1, 200000))
-        return Conditionals(5, 1, [(0,), (1,)], [Fraction(5167, 10000), Fraction(4833, 10000)],
-                            [A + (1 - sum(A),), B + (1 - sum(B),)], require_full_support=False)
-    return random_conditionals(params["N"], params["S"], seed, peaked=params.get("peaked", 20))
-
-
 def build_theorem2(params, seed):
     data = theorem2_data(params, seed)
     N, d, dh = data.N, params["d"], params["dh"]
@@ -173,7 +165,7 @@ def build_theorem3_small_d(params, seed):
     with labels = its exact logits (the numbers the ``dana.theorem3.small_d`` lower-bound
     certificate's d_KL(π, T*) uses); on the T_ε likely ones they equal f_ε(t) = W_ε E′(t), checked
     here. The instance data are fixed by the instance (``seed`` is not used)."""
-    from exactmem.constructions import dana_zero_token as Z
+    from exactmem.constructions.dana import zero_token as Z
     from exactmem.model.forward import forward
 
     inst = Z.build_instance(params["instance"], lower_budget=0)
@@ -317,11 +309,6 @@ def run_prop1(p):
     return DB.prop1_report(p["N"], p["S"], p["d"], p["dh"], p["H"], p.get("seed", 0))[0]
 
 
-def run_theorem2(p):
-    data = theorem2_data(p, p.get("seed", 0))
-    return DB.theorem2_report(data, DB.unembedding(data.N, p["d"], p.get("W", "identity")))[0]
-
-
 def run_theorem3(p):
     data = DB.zero_conditionals(p["N"], p["S"], p.get("seed", 0), p.get("zeros", 1))
     return DB.theorem3_report(data, p["d"], [Fraction(1, 2 ** k) for k in (1, 2, 4, 8, 16, 32)])
@@ -351,7 +338,7 @@ LOWER_BOUNDS = [
                  "proof's encoder against the bound with the paper's C and with the explicit W's coherence, the bound "
                  "against the uniform encoder; every step kernel-checked (bounds run --certificate).",
                  SOURCE + ", Theorem 2 and App. A.3",
-                 lambda p: __import__("exactmem.bounds.dana_certificates", fromlist=["x"]).theorem2_small_d_report(p),
+                 DC.theorem2_small_d_report,
                  [Instance("N6-d4", {"instance": "N6-d4"}, ("small", "medium")),
                   Instance("N869-d867", {"instance": "N869-d867"}, ("small", "medium")),
                   Instance("N1000-d900", {"instance": "N1000-d900"}, ("medium",))]),
@@ -359,7 +346,7 @@ LOWER_BOUNDS = [
                  "π₀ ∈ M (eq. (15), Lemma 4, (17)), and the proof's T* for ε = 1/4, 1/8 against (4), (18), (19) and "
                  "(16) with the proof's explicit O-term; kernel-checked (bounds run --certificate).",
                  SOURCE + ", Theorem 3, Definition 2, Lemma 4, App. A.4",
-                 lambda p: __import__("exactmem.bounds.dana_certificates", fromlist=["x"]).theorem3_small_d_report(p),
+                 DC.theorem3_small_d_report,
                  [Instance("N5-S2-d2", {"instance": "N5-S2-d2"}, ("medium",))]),
     BoundTheorem("dana.theorem3.eq15", "Eq. (15), Lemma 4 and (17) for the explicit family f_delta.",
                  SOURCE + ", Theorem 3 / Lemma 4", run_theorem3,

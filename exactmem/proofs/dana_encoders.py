@@ -2,11 +2,11 @@
 
 Run with ``python -m exactmem bounds run proofs/dana_encoders.py [--size small|medium]`` (like the
 lower bounds, these statements are about *every* sequence encoder, so they are checked step by
-step, not certified on one network). ``exactmem/bounds/encoders.py`` has the steps;
+step, not certified on one network). ``exactmem/bounds/dana/encoders.py`` has the steps;
 ``docs/dana.md`` § *Propositions 2 and 3, Corollary 2* explains them.
 """
 
-from exactmem.bounds.encoders import DANA, corollary2_report, proposition2_report, proposition3_report
+from exactmem.bounds.dana.encoders import DANA, corollary2_report, proposition2_report, proposition3_report
 from exactmem.bounds.protocol import BoundTheorem
 from exactmem.proof import Instance
 

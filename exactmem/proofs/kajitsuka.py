@@ -21,10 +21,10 @@ this file stays a main job of a few seconds.
 
 from dataclasses import replace
 
-from ._kajitsuka_core import *  # noqa: F401,F403 - the core theorems' build, claims and bounds
-from ._kajitsuka_core import THEOREMS as CORE_THEOREMS
-from .kajitsuka_deep_sets import THEOREMS as DEEP_SETS_THEOREMS
-from .kajitsuka_variants import THEOREMS as VARIANT_THEOREMS
+from exactmem.proofs._kajitsuka_core import *  # noqa: F401,F403 - the core theorems' build, claims and bounds
+from exactmem.proofs._kajitsuka_core import THEOREMS as CORE_THEOREMS
+from exactmem.proofs.kajitsuka_deep_sets import THEOREMS as DEEP_SETS_THEOREMS
+from exactmem.proofs.kajitsuka_variants import THEOREMS as VARIANT_THEOREMS
 
 #: The small instances of the variant and deep-sets theorems that ``--size small`` of this file
 #: runs (the compact core theorems run all of theirs).

@@ -26,12 +26,13 @@ layer fewer than (110) counts, so a deep-set bound is (⌊(110)_ϕ⌋ − 1) + (
 
 from fractions import Fraction
 
-from exactmem import enclosure as E
+from exactmem.arith import enclosure as E
 from exactmem.certificate.writer import Claim
-from exactmem.constructions import deep_sets, vardi
+from exactmem.constructions.kajitsuka import deep_sets
+from exactmem.constructions.vardi import memorizer as vardi
 from exactmem.data.multiset_data import generate
 from exactmem.model.measure import measure
-from exactmem.numbers import bits
+from exactmem.arith.numbers import bits
 from exactmem.proof import Built, Instance, Theorem
 
 SOURCE = "Kajitsuka & Sato (ICLR 2025) Theorem D.1, eqs. (112)-(126); Lemmas B.1-B.3, C.1"

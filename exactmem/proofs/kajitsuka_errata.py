@@ -25,7 +25,7 @@ from fractions import Fraction
 from typing import List, Tuple
 
 from exactmem.certificate.writer import Claim
-from exactmem.constructions import kajitsuka
+from exactmem.constructions.kajitsuka import compact as kajitsuka
 from exactmem.data.kajitsuka_data import make_data
 from exactmem.proof import Built, Instance, Theorem
 

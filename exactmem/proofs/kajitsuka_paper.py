@@ -17,7 +17,7 @@ Claims (all computed; the checker re-measures the model):
   feed-forward layer per block);
 * ``attention_layers <=`` Σ ((110) − 1) over the two Lemma C.1 stages (measured N, C, R) and
   ``<=`` 2·(110)(N, C, R) − 1 with Thm B.1's R (eq. (41)), (110) with the natural numbers its
-  lemmas require (:func:`exactmem.constructions.vardi.eq110_integer`: Lemma G.3's m =
+  lemmas require (:func:`exactmem.constructions.vardi.memorizer.eq110_integer`: Lemma G.3's m =
   ⌈√(N log₂ N)⌉ groups, Lemma G.6's n = ⌈√(N/log₂ N)⌉ slots, ⌈log₂ R⌉- and ⌈log₂ C⌉-bit
   blocks). The real-valued printed form is not an exact count at small N (its witness:
   ``proofs/kajitsuka_paper_errata.py``);
@@ -32,10 +32,10 @@ Claims (all computed; the checker re-measures the model):
 """
 
 from exactmem.certificate.writer import Claim
-from exactmem.constructions import kajitsuka_paper as kp
+from exactmem.constructions.kajitsuka import paper as kp
 from exactmem.model.measure import measure
 from exactmem.proof import Theorem
-from exactmem.constructions import vardi
+from exactmem.constructions.vardi import memorizer as vardi
 from exactmem.proofs._kajitsuka_core import (c1_stages, data_claims, network_build, next_token_instance, stage_bounds,
                                              theorem_R2, theorem_bounds)
 
@@ -47,7 +47,7 @@ RESIDUAL_WIDTH = 28
 
 def stage_depth_110(b: kp.PaperBuild):
     """Σ over the Lemma C.1 stages (ϕ̃ of Lemma B.3, then F₂) of eq. (110) with the natural numbers
-    its lemmas require (:func:`exactmem.constructions.vardi.eq110_integer`: Lemma G.3's m =
+    its lemmas require (:func:`exactmem.constructions.vardi.memorizer.eq110_integer`: Lemma G.3's m =
     ⌈√(N log₂ N)⌉ groups, Lemma G.6's n = ⌈√(N/log₂ N)⌉ slots of ⌈log₂ R⌉-bit keys and
     ⌈log₂ C⌉-bit labels), each stage with its measured N, C, R; the totals of eq. (61) then give
     ``Σ − 1`` layers (ReLU + attention), and the blocks are ``Σ − 2`` (F₁ without ϕ̃: one

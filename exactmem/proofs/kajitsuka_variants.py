@@ -2,7 +2,7 @@
 layer), built for concrete data and certified end to end (``docs/kajitsuka-variants.md``).
 
 Every claim is computed from the instance and compared by the independent checker (log base 2;
-irrational quantities enclosed by :mod:`exactmem.enclosure`, an upper bound used through
+irrational quantities enclosed by :mod:`exactmem.arith.enclosure`, an upper bound used through
 ⌊lower end⌋).
 
 Theorem F.1 (``kajitsuka.limited_bits``), B ∈ [√N], R := 400·√(3d)·n³·r·N⁵·δ⁻¹·π:
@@ -32,9 +32,12 @@ inputs e_x are (1, 1)-separated; the theorem leaves r, δ undefined):
 
 from fractions import Fraction
 
-from exactmem import enclosure as E
+from exactmem.arith import enclosure as E
 from exactmem.certificate.writer import Claim
-from exactmem.constructions import kajitsuka, kajitsuka_embedding as KE, kajitsuka_variants as KV, vardi
+from exactmem.constructions.kajitsuka import compact as kajitsuka
+from exactmem.constructions.kajitsuka import embedding as KE
+from exactmem.constructions.kajitsuka import variants as KV
+from exactmem.constructions.vardi import memorizer as vardi
 from exactmem.proof import Built, Instance, Theorem
 from exactmem.proofs._kajitsuka_core import data_claims, instance_data
 

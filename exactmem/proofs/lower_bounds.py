@@ -11,7 +11,7 @@ from exactmem.bounds.bits import baseline_rows, bits_summary
 from exactmem.bounds.next_token import (algorithm_bound_report, min_W_next_token_report, next_token_chain,
                                         reduction_report)
 from exactmem.bounds.protocol import BoundTheorem
-from exactmem.bounds.report import Report
+from exactmem.arith.steps import Report
 from exactmem.bounds.seq2seq import chain, min_W_report
 from exactmem.bounds.symbolic import symbolic_report
 from exactmem.bounds.toy import brute_force_report, lemma_b4_layer1_report, lemma_b4_linear_report

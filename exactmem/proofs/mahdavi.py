@@ -1,7 +1,7 @@
 """Mahdavi, Liao & Thrampoulidis (ICLR 2024): one H-head attention layer memorizes H(k−1)+1 examples.
 
 k = min(n, d_h). The construction is the one reconstructed in note ``mahdavi.md`` §4
-(``exactmem.constructions.mahdavi``); see ``docs/mahdavi.md``. Three theorems, one per
+(``exactmem.constructions.mahdavi.construction``); see ``docs/mahdavi.md``. Three theorems, one per
 certification mode:
 
 * ``mahdavi.softmax`` — the paper's softmax layer, real labels: every output is within the
@@ -27,7 +27,7 @@ then says so. The ``outside-*`` instances are deliberately outside.
 from fractions import Fraction
 
 from exactmem.certificate.writer import Claim
-from exactmem.constructions import mahdavi
+from exactmem.constructions.mahdavi import construction as mahdavi
 from exactmem.data.assumptions import theorem_hypotheses
 from exactmem.data.mahdavi_data import kruskal_deficient_example, note_tiny_example, random_query_context
 from exactmem.proof import Built, Hypothesis, Instance, Theorem

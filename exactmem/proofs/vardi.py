@@ -6,7 +6,7 @@ Every claim is computed exactly from the instance (see ``docs/vardi.md``):
 * ``width <= 12`` (Lemma C.1) / ``width <= 13`` (Lemma F.1);
 * ``relu_depth == `` this implementation's exact depth (from its rounding choices);
 * ``depth <= (110) − 1``: Kajitsuka & Sato eq. (110) with log₂ and the natural numbers its
-  lemmas require (:func:`exactmem.constructions.vardi.eq110_integer`: Lemma G.3's
+  lemmas require (:func:`exactmem.constructions.vardi.memorizer.eq110_integer`: Lemma G.3's
   m = ⌈√(N log₂ N)⌉ groups, Lemma G.6's n = ⌈√(N/log₂ N)⌉ slots, ⌈log₂ R⌉- and ⌈log₂ C⌉-bit
   blocks), an exact integer; the paper counts affine layers (Lemma C.2's σ(wᵀx + b) has
   "depth 2"), i.e. ReLU layers + 1, hence the − 1;
@@ -21,9 +21,9 @@ the per-subset Lemma C.1 expressions (the proof applies Lemma C.1 to each subset
 import random
 from fractions import Fraction
 
-from exactmem import enclosure as E
+from exactmem.arith import enclosure as E
 from exactmem.certificate.writer import Claim
-from exactmem.constructions import vardi
+from exactmem.constructions.vardi import memorizer as vardi
 from exactmem.data.dataset import DataError, Dataset, random_points
 from exactmem.proof import Built, Instance, Theorem
 

@@ -18,7 +18,7 @@ certified by ``proofs/vardi.py``.
 """
 
 from exactmem.certificate.writer import Claim
-from exactmem.constructions import vardi
+from exactmem.constructions.vardi import memorizer as vardi
 from exactmem.proof import Built, Instance, Theorem
 from exactmem.proofs import vardi as V
 

@@ -7,7 +7,7 @@ seed, task). Tasks:
 
 ``quant-float`` / ``quant-fixed`` — **weight quantization**. Every stored weight is rounded
 (to nearest, ties to even) to ``b`` significant bits (floating-style, unbounded exponent,
-:func:`exactmem.numbers.round_to_bits`) or to ``b`` fractional bits (fixed point: a multiple
+:func:`exactmem.arith.numbers.round_to_bits`) or to ``b`` fractional bits (fixed point: a multiple
 of 2^-b). The quantized network is evaluated *exactly* (:func:`exactmem.model.forward`;
 balls, decided rigorously, for softmax) and every example is judged by two criteria:
 
@@ -47,7 +47,7 @@ The package, by idea: :mod:`~exactmem.sweep.formats` (float formats, :class:`Swe
 the grid of points), :mod:`~exactmem.sweep.point` (running one point),
 :mod:`~exactmem.sweep.results` (the files on disk), :mod:`~exactmem.sweep.tables` (the
 tables) and :mod:`~exactmem.sweep.runner` (the driver and its worker pool).
-:mod:`exactmem.report` reads the results; nothing here imports it.
+:mod:`exactmem.sweep.report` reads the results; nothing here imports it.
 """
 
 from .arith import FloatResult, evaluate_format, float_forward, make_arith

@@ -11,7 +11,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Callable, Dict, List, Optional
 
-from ..numbers import least_true
+from ..arith.numbers import least_true
 
 MAX_FAILING = 20  # failing example indices kept per evaluation
 

@@ -57,7 +57,7 @@ STRUCTURAL = ("n_examples", "width", "relu_depth", "attention_layers", "depth", 
 
 def _certify_quantized(point, built, model_q, b, mode, out_dir) -> Dict[str, Any]:
     """Write the quantized model as a certificate (structural claims only) and check it."""
-    from ..certificate.checker import check_certificate, load_certificate
+    from ..kernel.checker import check_certificate, load_certificate
     from ..certificate.writer import build_certificate, write_certificate
     from ..model.forward import decode_output, forward
     from ..model.layers import Attention
@@ -209,7 +209,7 @@ _PROOFS: Dict[Tuple[str, str], Any] = {}
 
 
 def _build(point):
-    from ..proof import load_proof_file
+    from ..pipeline.loader import load_proof_file
 
     bkey = _canon([point["proof_sha"], point["theorem"], point["params"], point["seed"]])
     if bkey in _BUILT:

@@ -9,7 +9,7 @@ import dataclasses
 from fractions import Fraction
 from typing import Dict, Iterable, Optional
 
-from ..numbers import round_to_bits
+from ..arith.numbers import round_to_bits
 from .formats import SweepError
 
 

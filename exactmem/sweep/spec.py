@@ -144,7 +144,7 @@ class SweepSpec:
 
 def plan(spec: SweepSpec) -> List[Dict[str, Any]]:
     """Every point of the sweep, in grid order."""
-    from ..proof import load_proof_file, source_sha
+    from ..pipeline.loader import load_proof_file, source_sha
 
     for m in spec.models:
         if m not in MODELS:

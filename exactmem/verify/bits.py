@@ -4,7 +4,7 @@ certify again (``python -m exactmem sweep MODEL.onnx --data DATA.npz``, ``em.swe
 The network is the one :func:`exactmem.verify.verify` certifies (docs/verify.md): the real-number
 function of the lowered ONNX graph with its stored float weights taken exactly. At a bit-width
 ``b`` every **weight** — an entry of a float initializer of the ONNX graph — is replaced by the
-rational ``round_to_bits(w, b)`` (:func:`exactmem.numbers.round_to_bits`: ``b`` significant
+rational ``round_to_bits(w, b)`` (:func:`exactmem.arith.numbers.round_to_bits`: ``b`` significant
 bits, unbounded exponent, to nearest, ties to even; integer arithmetic on the exact rational,
 the same rounding as the proof sweep's ``quant-float``). The rounded value of a float32 weight
 with ``b <= 24`` is again a float32 (fewer significand bits, an exponent in range), so the
@@ -21,7 +21,7 @@ every example certified at full precision is still certified, found by bisection
 evaluated ``b`` (monotonicity in ``b`` is not a theorem: neighbours of the result are evaluated
 and every contradiction is listed as a violation, as the proof sweep does). The rounded networks
 at ``b*`` and ``b* − 1`` are written as certificates; the kernel
-(:func:`exactmem.certificate.checker.check_certificate`) re-derives both (``CERTIFIED``: the
+(:func:`exactmem.kernel.checker.check_certificate`) re-derives both (``CERTIFIED``: the
 counts are what they say), and a third certificate at ``b* − 1`` that claims every
 full-precision example still memorized must be ``REFUTED`` — the proof that ``b* − 1`` bits
 lose an example. Tables and the plot: :mod:`exactmem.verify.bits_report`.
@@ -38,7 +38,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..numbers import least_true, round_to_bits
+from ..arith.numbers import least_true, round_to_bits
 from .data import Examples, given_examples
 from .floats import FORMATS, decode_bits
 from .onnx_import import VerifyInputError, load_onnx
@@ -384,7 +384,7 @@ def claim_all_kept(doc: Dict[str, Any], ex: Examples, full_status: Dict[int, str
     """A copy of the certificate ``doc`` (a rounded network) that claims ``pass`` for every
     example certified at full precision, with ``n_pass``/``n_fail`` counted from those claims:
     the claim "b bits keep every memorized example". Where that is false the kernel refutes it."""
-    from ..certificate.schema import canonical_hash
+    from ..kernel.schema import canonical_hash
 
     out = dict(doc)
     outs = list(doc["outputs"])
@@ -406,7 +406,7 @@ def claim_all_kept(doc: Dict[str, Any], ex: Examples, full_status: Dict[int, str
 
 def _with_bits(doc: Dict[str, Any], b: int, name: str) -> Dict[str, Any]:
     """The certificate of the network rounded to ``b`` bits, its instance and meta saying so."""
-    from ..certificate.schema import canonical_hash
+    from ..kernel.schema import canonical_hash
 
     out = dict(doc)
     out["instance"] = f"{name}@b={b}"
@@ -419,8 +419,8 @@ def _with_bits(doc: Dict[str, Any], b: int, name: str) -> Dict[str, Any]:
 
 def _kernel_check(path: str) -> Dict[str, Any]:
     """The kernel's verdict on a certificate file (``check_certificate``)."""
-    from ..certificate.checker import check_certificate
-    from ..certificate.schema import load_certificate
+    from ..kernel.checker import check_certificate
+    from ..kernel.schema import load_certificate
 
     t = time.perf_counter()
     v = check_certificate(load_certificate(path))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ..certificate.schema import canonical_hash
+from ..kernel.schema import canonical_hash
 
 __all__ = ["build", "FORMAT", "VERSION"]
 

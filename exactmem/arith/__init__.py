@@ -1,0 +1,1 @@
+"""Shared exact arithmetic: rationals and their bits, exact linear algebra, enclosures, checked steps."""

@@ -1,0 +1,1 @@
+"""Dana, Pydi & Chevaleyre's statements as checked reports and lower-bound certificates."""

@@ -1,0 +1,171 @@
+"""``exactmem check``: read a certificate within the verifier's limits and print its verdict.
+
+Exit 0 CERTIFIED, 1 REFUTED (with a witness), 2 UNKNOWN (undecided, or a limit reached: the
+message names it), 3 malformed (one line naming the field or the limit). Imports only the
+kernel; ``--engine fast`` loads the optional NumPy accelerator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from fractions import Fraction
+from typing import List, Optional
+
+from ..kernel.checker import MalformedCertificate, check_certificate, load_certificate
+from ..certificate.chunkfiles import chunk_reader
+from ..kernel.limits import Budget, Limits
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise _UsageError(f"check: {message}; usage: exactmem check [options] CERT (see `exactmem check --help`)")
+
+
+def _positive(text: str, what: str) -> int:
+    if not (text.isascii() and text.isdigit() and len(text) <= 30) or int(text) < 1:
+        raise _UsageError(f"{what} must be a positive integer, got {text[:40]!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> Optional[Fraction]:
+    if text.lower() == "none":
+        return None
+    try:
+        t = Fraction(text)  # exact: "2.5" is 5/2
+    except (ValueError, ZeroDivisionError):
+        raise _UsageError(f"--time-limit takes seconds (e.g. 30, 2.5, 1/4) or none, got {text[:40]!r}") from None
+    if t <= 0:
+        raise _UsageError("--time-limit must be positive (or none)")
+    return t
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    d = Limits()
+    ap.add_argument("cert", help="certificate file (.json or .json.gz)")
+    ap.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    ap.add_argument("--engine", choices=("pure", "fast"), default="pure",
+                    help="pure (default): the kernel, one example at a time, int/Fraction only; fast: the optional "
+                         "batched exact NumPy path (exactmem/certificate/fastcheck.py), same verdicts")
+    ap.add_argument("--max-precision", default=None, metavar="BITS",
+                    help=f"most interval bits granted after a softmax layer (default {d.max_precision or 4096}; "
+                         "the certificate's check.max_precision may lower it)")
+    ap.add_argument("--time-limit", default=None, metavar="SECONDS",
+                    help=f"wall-clock limit, then UNKNOWN (default {d.time_limit}; 'none' for no limit)")
+    ap.add_argument("--max-digits", default=None, metavar="N",
+                    help=f"most decimal digits of one number in the file (default {d.max_digits:,})")
+    ap.add_argument("--max-bytes", default=None, metavar="N",
+                    help=f"most bytes of the certificate after gunzip (default {d.max_bytes:,})")
+    add_cluster_arguments(ap)
+    ap.add_argument("--shards", type=int, default=None, metavar="K",
+                    help="example shards of a version-1 certificate with --workers/--scheduler (default: 4 per worker "
+                         "for the pure kernel; shards of 12,500 examples or more for --engine fast)")
+    ap.add_argument("--max-value-bits", default=None, metavar="N",
+                    help=f"most bits of an intermediate value or softmax2 score spread (default {d.max_value_bits:,})")
+
+
+def add_cluster_arguments(ap: argparse.ArgumentParser) -> None:
+    """--workers / --scheduler, shared by ``check`` and ``certify`` (docs/scaling.md)."""
+    ap.add_argument("--workers", type=int, default=1, metavar="N",
+                    help="check the examples in shards on an embedded Dask cluster of N worker processes "
+                         "(default 1: in this process); the same verdict and witness (docs/scaling.md)")
+    ap.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                    help="shard the check on an existing Dask scheduler instead (e.g. tcp://host:8786)")
+
+
+def limits_from_args(args) -> Limits:
+    """The verifier's Limits from parsed ``check`` arguments (defaults where not given)."""
+    kw = {k: _positive(getattr(args, k), "--" + k.replace("_", "-"))
+          for k in ("max_precision", "max_digits", "max_bytes", "max_value_bits") if getattr(args, k) is not None}
+    if args.time_limit is not None:
+        kw["time_limit"] = _seconds(args.time_limit)
+    try:
+        return Limits(**kw)
+    except ValueError as e:  # past a ceiling
+        raise _UsageError(str(e)) from None
+
+
+def _sharded(args, limits: Limits):
+    """The check sharded on a Dask cluster (exactmem.distributed: outside the kernel, loaded only
+    here). ``--time-limit`` is one wall-clock deadline from the command's start (the process's,
+    up to a second back): cluster start, reading, every shard and the wait for them share it
+    (docs/scaling.md)."""
+    from ..distributed.cluster import ClusterError, command_start_ns
+
+    t = limits.time_limit
+    until_ns = None if t is None else command_start_ns() + t.numerator * 10 ** 9 // t.denominator
+    from ..distributed.check import check_sharded, silence_dask_logs, worker_status
+    from ..progress import Progress
+
+    silence_dask_logs()  # for the rest of this process: the verdict and progress are the only output
+
+    with Progress(None, "check", "shard", quiet=args.quiet) as prog:
+        def shard_done(done, total, lo, v):
+            status = v.status if hasattr(v, "status") else f"failed ({type(v).__name__})"
+            prog.update(1, f"shard {done}/{total} from example {lo}: {status}")
+
+        try:
+            return check_sharded(args.cert, workers=args.workers, scheduler=args.scheduler, shards=args.shards,
+                                 limits=limits, engine="pure" if args.engine == "pure" else "fast",
+                                 on_shard=None if args.quiet else shard_done, until_ns=until_ns,
+                                 on_workers=None if args.quiet else lambda st: prog.status(worker_status(st)))
+        except ClusterError as e:
+            raise _UsageError(str(e)) from None
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``check CERT [--json] [--engine pure|fast] [limits]``; the leading word ``check`` may be omitted."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["check"]:  # the command word, never the file: `check` alone is a usage error
+        argv = argv[1:]
+    ap = _Parser(prog="exactmem check", description="Independent checker for exactmem certificates.")
+    add_arguments(ap)
+    try:
+        args = ap.parse_args(argv)
+        if os.path.isdir(args.cert):
+            raise _UsageError(f"{args.cert} is a directory, not a certificate file (give a .json or .json.gz file)")
+        if not os.path.lexists(args.cert):
+            raise _UsageError(f"no such certificate file: {args.cert}")
+        limits = limits_from_args(args)
+        check = check_certificate
+        if args.engine == "fast":
+            from ..certificate.fastcheck import check_certificate_fast as check
+        if args.workers < 1 or (args.shards is not None and args.shards < 1):
+            raise _UsageError("--workers and --shards must be at least 1")
+        if args.workers > 1 or args.scheduler:
+            verdict = _sharded(args, limits)
+        else:
+            budget = Budget(limits)  # the clock runs from here: reading the file counts
+            verdict = check(load_certificate(args.cert, limits), budget=budget,
+                            read_chunk=chunk_reader(os.path.dirname(os.path.abspath(args.cert)), limits))
+    except _UsageError as e:
+        print(f"exactmem: error: {e}", file=sys.stderr)
+        return 3
+    except MalformedCertificate as e:
+        print(f"exactmem: error: malformed certificate: {' '.join(str(e).split())}", file=sys.stderr)
+        return 3
+    except (RecursionError, MemoryError) as e:
+        print(f"exactmem: error: cannot check certificate {args.cert}: {type(e).__name__} (the file nests or "
+              f"grows past what this process can hold)", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    if args.json:
+        print(json.dumps(verdict.to_json(), sort_keys=True))
+    else:
+        print(f"{verdict.status}: {verdict.message}")
+        if verdict.witness is not None:
+            print("witness: " + json.dumps(verdict.witness, sort_keys=True))
+    return verdict.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The trusted kernel: parse, validate, evaluate and judge certificates; standard library only."""

@@ -1,0 +1,335 @@
+"""The small independent certificate checker (kernel; ``docs/certificate.md``).
+
+``check_certificate`` validates a certificate (:mod:`schema`), checks its claims, re-derives
+every example's output (:mod:`evaluate`) and returns a :class:`Verdict`, within the verifier's
+budget (:mod:`limits`). Accelerators (``fastcheck``, sharded checks) use the public names: they
+may decide how to compute an example's exact output, never how it is judged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from fractions import Fraction
+from typing import Callable, Iterable, List, Optional, Tuple
+
+from .evaluate import Softmax2Fault, Undecided, exact_prefix, interval_suffix
+from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES, DataFacts
+from .graph import run_graph
+from .limits import DEFAULT_MAX_PRECISION, Budget, LimitExceeded, Limits
+from .rational_interval import Interval
+from .schema import (OPS, MalformedCertificate, ParsedCertificate, canonical_hash,  # noqa: F401 (re-exported)
+                     decode_certificate, integer, load_certificate, parse_certificate, parse_chunk)
+from .text import SHORT, fmt
+from .verdict import Verdict  # noqa: F401 (re-exported: the kernel's public answer)
+
+START_PRECISION = 64
+LOWER_BOUND_FORMAT = "exactmem-lower-bound"  # checked by lowerbound.check_lower_bound
+SOFTMAX2_MAX_SPREAD = Limits().max_value_bits  # default largest softmax2 score spread max s − min s evaluated
+
+
+def _judge_column(col, label, decode: str, eps: Optional[Fraction]) -> str:
+    """'pass' | 'fail' | 'undecided' for one output column (Fractions or Intervals) against its label."""
+    if decode == "identity" and eps is None:
+        return "pass" if col == label else "fail"
+    col = [x if isinstance(x, Interval) else (x, x) for x in col]  # (lower, upper) bounds
+    if decode == "argmax":
+        (lab_lo, lab_hi), others = col[label], [x for k, x in enumerate(col) if k != label]
+        sure = all(lab_lo > hi for _, hi in others)
+        wrong = any(lo >= lab_hi for lo, _ in others)
+    else:
+        sure = all(lo >= y - eps and hi <= y + eps for (lo, hi), y in zip(col, label))
+        wrong = any(hi < y - eps or lo > y + eps for (lo, hi), y in zip(col, label))
+    return "pass" if sure else "fail" if wrong else "undecided"
+
+
+def judge_example(cert: ParsedCertificate, e: int, out) -> Tuple[str, Optional[dict]]:
+    """Decide example e from its output columns (Fractions or Intervals): (status, witness)."""
+    label = cert.labels[e]
+    cols, labs = ([out[-1]], [label]) if cert.position == "last" else (out, label)
+    undecided = False
+    for t, (col, lab) in enumerate(zip(cols, labs)):
+        r = _judge_column(col, lab, cert.decode, cert.error_bound)
+        if r == "fail":
+            w = {"example": e + cert.first, "expected": fmt(lab), "got": fmt(col), "reason": "label"}
+            return "fail", {**w, "position": t} if cert.position == "all" else w
+        undecided |= r == "undecided"
+    if undecided:
+        return "undecided", None
+    claimed = cert.outputs[e]
+    derived = label if cert.decode == "argmax" else (cols[0] if cert.position == "last" else cols)
+    if claimed is not None and claimed != derived:
+        return "fail", {"example": e + cert.first, "expected": fmt(claimed), "got": fmt(derived), "reason": "outputs"}
+    return "pass", None
+
+
+def judge_verdict(cert: ParsedCertificate, e: int, cols, s: int) -> Tuple[str, Optional[dict]]:
+    """A graph model's claimed verdict of example e against the score enclosures ``cols`` ((lo, hi)
+    integer lists over 2^s, one pair per read position): an example surely passes when at every
+    position the label's lower bound exceeds every other upper bound, surely fails when at some
+    position another lower bound is >= the label's upper bound (exact ties fail). 'pass' if the
+    claim is confirmed; 'fail' with a witness if the intervals contradict it; else 'undecided'."""
+    claimed, labels = cert.outputs[e], cert.labels[e] if cert.position == "all" else [cert.labels[e]]
+    found = []
+    for t, ((lo, hi), lab) in enumerate(zip(cols, labels)):
+        if lab >= len(lo):
+            raise MalformedCertificate(f"dataset.labels[{e}]: class {lab} out of range (the graph gives {len(lo)} "
+                                       "scores)")
+        others = [k for k in range(len(lo)) if k != lab]
+        top = max(others, key=hi.__getitem__, default=None)
+        low = max(others, key=lo.__getitem__, default=None)
+        found.append(("pass", t, top) if top is None or lo[lab] > hi[top] else
+                     ("fail", t, low) if lo[low] >= hi[lab] else ("undecided", t, top))
+    got = next((f for f in found if f[0] == "fail"), found[0] if all(f[0] == "pass" for f in found) else None)
+    if got is None or got[0] == claimed:
+        return ("undecided" if got is None else "pass"), None
+    _, t, k = got
+    (lo, hi), lab = cols[t], labels[t]
+    w = {"example": e + cert.first, "reason": "verdict", "claimed": claimed, "classes": [lab, k],
+         "scores": [fmt([Fraction(lo[j], 1 << s), Fraction(hi[j], 1 << s)]) for j in (lab, k) if j is not None]}
+    return "fail", {**w, "position": t} if cert.position == "all" else w
+
+
+def check_claims(cert: ParsedCertificate, data: bool = False, skip=()) -> Optional[Verdict]:
+    """The REFUTED verdict of the first failing claim, or None when all hold: the model's claims
+    (``data`` False, judged before any example), or the claims on the data quantities that the
+    examples' facts gave (``data`` True; ``min_sep2`` None: no two distinct tokens, so only a
+    lower bound holds, vacuously)."""
+    m = cert.measured
+    for raw, q, op, bound in cert.claims:
+        if (q in DATA_QUANTITIES or q in VERDICT_QUANTITIES) != data or q in skip:
+            continue
+        holds = op in (">=", ">") if m[q] is None else OPS[op](m[q], bound)
+        if not holds:
+            shown = dict(raw) if len(raw["bound"]) <= SHORT else {**raw, "bound": fmt(bound)}
+            got = "none (fewer than two distinct tokens)" if m[q] is None else fmt(m[q])
+            return Verdict("REFUTED", {"claim": shown, "bound": fmt(bound), "measured": str(got)},
+                           f"claim {q} {op} {fmt(bound)} fails: measured {q} = {got}", None, m)
+    return None
+
+
+def new_facts(cert: ParsedCertificate) -> DataFacts:
+    """The facts a check of ``cert`` collects (token vectors only if a claim needs them)."""
+    return DataFacts(vectors=any(q in VECTOR_QUANTITIES for _, q, _, _ in cert.claims), verdicts=cert.graph is not None)
+
+
+def conflict_verdict(cert: ParsedCertificate, earlier: int, later: int, label=None) -> Verdict:
+    """REFUTED: rows ``earlier`` and ``later`` hold one input with two labels (no function memorizes both)."""
+    wit = {"example": later, "reason": "conflicting_labels", "same_input_as": earlier}
+    if label is not None:
+        wit["label"] = fmt(label)
+    return Verdict("REFUTED", wit, f"examples {earlier} and {later} have the same input and different labels",
+                   None, cert.measured)
+
+
+def conclude(cert: ParsedCertificate, v: Verdict, facts: DataFacts, budget: Budget) -> Verdict:
+    """The verdict once every example was seen: the data quantities join the measurements, the
+    claims on them are judged, and a CERTIFIED message counts distinct examples."""
+    if v.status == "REFUTED" or facts.rows != cert.measured["n_rows"]:
+        return v  # a refutation stands; with rows unseen (time limit) the data claims stay unjudged
+    try:
+        m = {**cert.measured, **facts.quantities(budget.tick)}
+    except LimitExceeded as x:
+        return Verdict("UNKNOWN", None, f"{x} while counting the data facts; no refutation found", v.precision,
+                       cert.measured, x.limit)
+    v.measured = m
+    # undecided examples leave the confirmed-verdict counts short: claims on them wait for a full check
+    refuted = check_claims(replace(cert, measured=m), data=True, skip=() if v.status == "CERTIFIED" else VERDICT_QUANTITIES)
+    if refuted or v.status != "CERTIFIED":
+        return refuted or v
+    rows = f" ({facts.rows} rows; {facts.repeats} repeated {_plural(facts.repeats, 'row')} counted once)" \
+        if facts.repeats else ""
+    n, tail = m["n_examples"], v.message.split(" (", 1)[-1]
+    if cert.graph is not None:
+        v.message = (f"every claimed verdict holds: {m['n_pass']} of {n} distinct examples pass, {m['n_fail']} fail, "
+                     f"{n - m['n_pass'] - m['n_fail']} not claimed{rows}; {_claims_hold(len(cert.claims))} ({tail}")
+        return v
+    v.message = (f"all {n} distinct {_plural(n, 'example')} pass{'es' if n == 1 else ''}{rows} and "
+                 f"{_claims_hold(len(cert.claims))} ({tail}")
+    return v
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
+
+
+def _claims_hold(k: int) -> str:
+    return "no claims are stated" if k == 0 else "the one claim holds" if k == 1 else f"all {k} claims hold"
+
+
+def precision_cap(cert: ParsedCertificate, max_precision: Optional[int], limits: Limits) -> int:
+    """Interval bits granted: the verifier's cap (argument, else limits, else the default), lowered
+    to what the certificate asks."""
+    if max_precision is not None:
+        integer(max_precision, "max_precision argument", 1)
+    return min(max_precision or limits.max_precision or DEFAULT_MAX_PRECISION, cert.max_precision)
+
+
+def _example(cert: ParsedCertificate, e: int, cap: int, budget: Budget):
+    """(status, witness, precision used) of example e: exact layers, then intervals from the
+    first softmax layer on (a graph model: intervals throughout; a claim "unknown" is not
+    evaluated), doubling the precision while undecided."""
+    if cert.graph is not None:
+        if cert.outputs[e] == "unknown":
+            return "pass", None, None
+        return _ladder(cap, lambda p: judge_verdict(cert, e, *run_graph(cert.graph, cert.inputs[e], cert.tokens, p,
+                                                                         budget, cert.position)))
+    stop = len(cert.layers) if cert.softmax_at is None else cert.softmax_at
+    cols, D = exact_prefix(cert, cert.inputs[e], stop, budget)
+    if cert.softmax_at is None:
+        keep = cols[-1:] if cert.position == "last" else cols
+        return (*judge_example(cert, e, [[budget.tick() or Fraction(v, D) for v in c] for c in keep]), None)
+    return _ladder(cap, lambda p: judge_example(cert, e, interval_suffix(cert, cols, D, stop, p, budget)))
+
+
+def _ladder(cap: int, attempt: Callable):
+    """attempt(p) at p = 64, 128, ... up to the cap while it is undecided: (status, witness, p)."""
+    p = min(START_PRECISION, cap)
+    while True:
+        try:
+            status, wit = attempt(p)
+        except Undecided:
+            status, wit = "undecided", None
+        if status != "undecided" or p >= cap:
+            return status, wit, p
+        p = min(2 * p, cap)
+
+
+def _certified(cert: ParsedCertificate, n: int, used: Optional[int], where: str = "") -> Verdict:
+    tail = f"interval precision up to {used} bits" if used is not None else "exact"
+    return Verdict("CERTIFIED", None, f"all {n} {_plural(n, 'example')} pass and {_claims_hold(len(cert.claims))} "
+                                      f"({tail}{where})",
+                   used, cert.measured)
+
+
+def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, budget: Budget,
+                   facts: Optional[DataFacts] = None) -> Verdict:
+    """Check the given examples (indices into ``cert.inputs``; reported as ``e + cert.first``) in
+    order: the first refutation, else UNKNOWN if any is undecided or a limit stops the check, else
+    CERTIFIED (for these examples; the claims are checked apart). Each example joins ``facts``
+    before it is evaluated: an input seen before with another label is REFUTED at once."""
+    used, undecided, notes, m, todo = None, [], [], cert.measured, list(examples)
+    for done, e in enumerate(todo):
+        g = e + cert.first
+        if budget.on_example is not None:
+            budget.on_example(g)
+        if facts is not None:
+            earlier = facts.add(g, cert.inputs[e], cert.labels[e])
+            if earlier is not None:
+                return conflict_verdict(cert, earlier, g, cert.labels[e])
+        try:
+            budget.tick()
+            status, wit, p = _example(cert, e, cap, budget)
+        except Softmax2Fault as f:
+            p, (layer, h, j, k) = f.precision, f.where
+            if f.spread is None:
+                wit = {"example": g, "reason": "softmax2_score", "layer": layer, "head": h, "query": j,
+                       "position": k, "score": fmt(f.score)}
+                return Verdict("REFUTED", wit, f"example {g}: softmax2 score {fmt(f.score)} of key position {k} "
+                                               f"(model.layers[{layer}], head {h}, query {j}) is not an integer",
+                               p, m)
+            status = "undecided"
+            notes.append(f"example {g}: " + str(LimitExceeded(
+                "max_value_bits", f"softmax2 score spread {fmt(f.spread)} at model.layers[{layer}] exceeds "
+                                  f"{budget.limits.max_value_bits}")))
+        except LimitExceeded as x:
+            if x.limit == "time_limit":
+                return Verdict("UNKNOWN", None, f"{x} after {done} of {len(todo)} examples; no refutation found "
+                                                f"among them", used, m, x.limit)
+            status, p = "undecided", None
+            notes.append(f"example {g}: {x}")
+        used = p if used is None or (p is not None and p > used) else used
+        if status == "pass" and facts is not None:
+            facts.confirm(cert.outputs[e])
+        if status == "fail" and wit["reason"] == "verdict":
+            return Verdict("REFUTED", wit, f"example {g}: the claimed verdict {wit['claimed']!r} is contradicted by "
+                                           f"the re-derived scores", used, m)
+        if status == "fail":
+            what = "claimed output differs from" if wit["reason"] == "outputs" else "label not met by"
+            return Verdict("REFUTED", wit, f"example {g}: {what} the re-derived output", used, m)
+        if status == "undecided":
+            undecided.append(g)
+    if not undecided:
+        return _certified(cert, len(todo), used)
+    shown = ", ".join(map(str, undecided[:10])) + (", ..." if len(undecided) > 10 else "")
+    at = f" at precision {cap}" if cert.softmax_at is not None else ""
+    msg = f"{len(undecided)} of {len(todo)} examples undecided{at} (examples {shown})"
+    if notes:  # some examples hit the value limit
+        msg, limit = msg + f"; {'; '.join(notes[:3])}" + ("; ..." if len(notes) > 3 else ""), "max_value_bits"
+    else:
+        msg, limit = str(LimitExceeded("max_precision", msg)), "max_precision"
+    return Verdict("UNKNOWN", None, f"{msg}; no refutation found", used, m, limit)
+
+
+def combine_verdicts(cert: ParsedCertificate, parts: List[Tuple[int, int, object]], where: str) -> Verdict:
+    """One verdict from the verdicts of contiguous parts (lo, hi, Verdict, or the exception that
+    stopped the part) of the examples: the lowest refutation; else UNKNOWN when a part is
+    undecided, failed or missing; CERTIFIED only when parts covering every example certify."""
+    m, n, failed, covered = cert.measured, cert.measured["n_rows"], [], 0
+    parts = sorted(parts, key=lambda p: p[0])
+    for lo, hi, v in parts:
+        if isinstance(v, Verdict) and v.status == "REFUTED":
+            if failed:  # still a real counter-example; an earlier part might hold an earlier one
+                v.message += f" (not necessarily the first: {'; '.join(failed[:3])})"
+            return v
+        if not isinstance(v, Verdict):
+            failed.append(f"examples {lo}..{hi - 1} could not be checked ({type(v).__name__}: {v})")
+    for lo, hi, _ in parts:
+        if lo != covered:
+            failed.append(f"examples {covered}..{lo - 1} were not checked")
+        covered = max(covered, hi)
+    if covered != n:
+        failed.append(f"examples {covered}..{n - 1} were not checked")
+    if failed:
+        return Verdict("UNKNOWN", None, f"{'; '.join(failed[:3])}; no refutation found", None, m)
+    used = max((v.precision for _, _, v in parts if v.precision is not None), default=None)
+    unknown = [(lo, hi, v) for lo, hi, v in parts if v.status == "UNKNOWN"]
+    if unknown:
+        msg = "; ".join(f"examples {lo}..{hi - 1}: {v.message}" for lo, hi, v in unknown[:3])
+        return Verdict("UNKNOWN", None, msg + ("; ..." if len(unknown) > 3 else ""), used, m, unknown[0][2].limit)
+    return _certified(cert, n, used, f"; {where}")
+
+
+def check_chunks(cert: ParsedCertificate, read_chunk: Optional[Callable[[str], bytes]], cap: int, budget: Budget,
+                 check_part: Optional[Callable] = None, facts: Optional[DataFacts] = None) -> Verdict:
+    """A version-2 certificate, one chunk in memory at a time (``read_chunk(file)`` gives its
+    bytes; ``check_part(chunk, cap, budget, facts)`` defaults to the kernel's check_examples)."""
+    if read_chunk is None:
+        raise MalformedCertificate("dataset: a chunked (version 2) certificate needs its chunk files")
+    parts = []
+    for k, (file, _, count, first) in enumerate(cert.chunks):
+        try:
+            budget.tick()
+            part = parse_chunk(cert, k, read_chunk(file), budget)
+        except LimitExceeded as x:
+            return Verdict("UNKNOWN", None, f"{x} after {first} examples; no refutation found among them", None,
+                           cert.measured, x.limit)
+        v = check_part(part, cap, budget, facts) if check_part else check_examples(part, range(count), cap, budget, facts)
+        if v.status == "REFUTED" or v.limit == "time_limit":
+            return v
+        parts.append((first, first + count, v))
+    return combine_verdicts(cert, parts, f"{len(cert.chunks)} chunks")
+
+
+def check_certificate(doc: dict, max_precision: Optional[int] = None, *, limits: Optional[Limits] = None,
+                      budget: Optional[Budget] = None, read_chunk: Optional[Callable[[str], bytes]] = None) -> Verdict:
+    """Validate ``doc`` (MalformedCertificate if invalid or over a size limit), verify its hash,
+    check the claims and re-derive every example, within ``limits`` (default: ``Limits()``).
+    A version-2 (chunked) certificate needs ``read_chunk`` (see ``chunkfiles.chunk_reader``).
+    A lower-bound certificate (format ``exactmem-lower-bound``) goes to :mod:`lowerbound`."""
+    budget = budget or Budget(limits)
+    if isinstance(doc, dict) and doc.get("format") == LOWER_BOUND_FORMAT:
+        from .lowerbound import check_lower_bound
+        return check_lower_bound(doc, budget)
+    try:
+        cert = parse_certificate(doc, budget)
+    except LimitExceeded as x:
+        return Verdict("UNKNOWN", None, f"{x} while reading the certificate", None, {}, x.limit)
+    cap = precision_cap(cert, max_precision, budget.limits)
+    if refuted := check_claims(cert):
+        return refuted
+    facts = new_facts(cert)
+    if cert.chunks is None:
+        v = check_examples(cert, range(len(cert.inputs)), cap, budget, facts)
+    else:
+        v = check_chunks(cert, read_chunk, cap, budget, facts=facts)
+    return conclude(cert, v, facts, budget)

@@ -1,0 +1,1 @@
+"""The certify pipeline: proof file -> build -> forward pass -> certificate -> kernel verdict."""
