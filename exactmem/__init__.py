@@ -23,7 +23,7 @@ Constructions: ``em.kajitsuka``, ``em.vardi``, ``em.mahdavi``, ``em.dana``; lowe
 
 import importlib
 
-__version__ = "0.1.0"
+from .version import __version__
 
 # name → (module, attribute or None for the module itself)
 _LAZY = {

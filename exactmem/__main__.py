@@ -1,7 +1,8 @@
 """``python -m exactmem`` and the ``exactmem`` command (``docs/cli.md``).
 
-``check`` goes straight to the checker's command, so its path imports only the package and the
-kernel in ``exactmem.certificate`` (``docs/certificate.md`` § *What you must trust*); every other
+``check`` goes straight to the checker's command (``exactmem.cli.check``), so its path imports only
+the package, that command, the chunk reader and the kernel ``exactmem.kernel``
+(``docs/certificate.md`` § *What you must trust*); every other
 command (and ``check --help``) goes through :mod:`exactmem.cli.app`.
 """
 

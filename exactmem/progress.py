@@ -24,7 +24,7 @@ ones does not get the small ones' ETA. Durations have one format (:func:`duratio
 
 The mode is decided once, from ``quiet`` and ``file.isatty()``; ``mode=`` forces one (tests,
 or a caller that knows better). Progress never writes to stdout. The certificate kernel
-(``exactmem/certificate/``) does not import this module: it stays standard-library only.
+(``exactmem/kernel/``) does not import this module: it stays standard-library only.
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ def test_every_numbered_result_has_a_row():
 #
 # * "certified on instances" — the row's command is `certify FILE --only T`, and for each theorem
 #   named T (exactly; else every theorem whose name contains T): its first `small` instance is
-#   built, written as a certificate and checked by the kernel (exactmem.certificate, reading the
+#   built, written as a certificate and checked by the kernel (exactmem.kernel, reading the
 #   written file) with verdict CERTIFIED; and building every `small` instance of it evaluates no
 #   step in producer code (no exactmem.arith.steps.Report gets a step during the build). A
 #   bound decided by the producer next to a certified network makes the row "checked", not

@@ -1,1 +1,1 @@
-"""Certificates: the writer (producer side) and the small independent checker."""
+"""The producer's side of certificates: writer, streaming, chunk files, fast accelerator (checker: exactmem.kernel)."""

@@ -386,7 +386,7 @@ def version() -> str:
 
         return dist_version("exactmem")
     except (ImportError, PackageNotFoundError):
-        from .. import __version__
+        from ..version import __version__
 
         return __version__
 

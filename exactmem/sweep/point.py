@@ -169,7 +169,7 @@ def versions() -> Dict[str, Any]:
     """Versions of exactmem (and its git commit), Python and the numeric libraries."""
     global _VERSIONS
     if _VERSIONS is None:
-        from .. import __version__
+        from ..version import __version__
 
         v: Dict[str, Any] = {"exactmem": __version__, "python": platform.python_version()}
         try:
