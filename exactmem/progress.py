@@ -1,5 +1,6 @@
-"""Progress of long runs on stderr: a tqdm bar on a terminal, plain lines otherwise, nothing
-when quiet (``docs/cli.md`` § Progress).
+"""Progress of long runs on stderr: a tqdm bar on a terminal, plain lines otherwise, nothing when quiet.
+
+See ``docs/cli.md`` § Progress.
 
 One object, :class:`Progress`, counts items (instances, sweep points, examples) towards a total,
 names the item being worked on (:meth:`Progress.describe`) and its current *stage* (build,

@@ -1,5 +1,7 @@
-"""Dana, Pydi & Chevaleyre (AISTATS 2025): an attention-only Transformer memorizes
-T0 = H·d_h + d associations (Corollary 1; note ``dana.md`` §3).
+"""Dana, Pydi & Chevaleyre (AISTATS 2025), Corollary 1: the attention-only association memorizer of the API.
+
+An attention-only Transformer memorizes T0 = H·d_h + d associations (Corollary 1; note
+``dana.md`` §3).
 
 * :func:`random_table` — a seeded look-up table of token sequences and next tokens;
 * :func:`associations` — the one-layer attention-only Transformer (embeddings, H heads with

@@ -1,5 +1,7 @@
-"""Mahdavi, Liao & Thrampoulidis (ICLR 2024): one multi-head attention layer memorizes
-T = H(min(n, d_h) − 1) + 1 examples (Theorem 1; construction of note ``mahdavi.md`` §4).
+"""Mahdavi, Liao & Thrampoulidis (ICLR 2024), Theorem 1: the one-layer attention memorizer of the API.
+
+One multi-head attention layer memorizes T = H(min(n, d_h) − 1) + 1 examples (Theorem 1;
+construction of note ``mahdavi.md`` §4).
 
 * :func:`random_data` — seeded query/context examples (the paper's ``RandomDataset``);
 * :func:`memorize` — the layer, in ``mode="softmax"`` (the paper's layer; real labels are met

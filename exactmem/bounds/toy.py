@@ -1,6 +1,8 @@
-"""Tiny hardmax Transformers as parameter vectors: a generic exact forward pass, the
-conversion to an exactmem :class:`~exactmem.model.Model`, and brute-force sign-pattern
-counting (a sanity check of the counting bound, not a proof).
+"""Tiny hardmax Transformers as parameter vectors: exact forward pass, model conversion, sign-pattern counting.
+
+The forward pass is generic and exact, the conversion goes to an exactmem
+:class:`~exactmem.model.Model`, and the brute-force sign-pattern counting is a sanity check of the
+counting bound, not a proof.
 
 The forward pass (:func:`forward_generic`) works over any scalars with ``+`` and ``*``
 (ints, Fractions, sympy polynomials). Hardmax argmax sets and ReLU on/off decisions are

@@ -1,5 +1,4 @@
-"""The streaming producer of version-2 certificates (issue 27): forward pass and chunk files,
-one batch of examples at a time.
+"""Streaming producer of version-2 certificates (issue 27): forward pass and chunk files, one batch at a time.
 
 :func:`write_certificate` needs the whole document: every example's output and the JSON text
 of the whole dataset at once (about 15 KB per Kajitsuka example at N = 10⁵, 1.5 GB in all).

@@ -1,0 +1,1 @@
+"""Memorizing networks in exact arithmetic: one package per paper, and the classical ReLU interpolation memorizers."""

@@ -1,5 +1,4 @@
-"""Finite multisets of points in Q^d for Kajitsuka & Sato Theorem D.1 (deep sets): exact
-checks and a seeded generator.
+"""Finite multisets of points in Q^d for Kajitsuka & Sato Theorem D.1 (deep sets): exact checks and a seeded generator.
 
 * :func:`make_multisets` — validate shapes and labels (labels in {0, …, C − 1}; the paper's
   [C] shifted by one, as everywhere in exactmem).

@@ -1,5 +1,6 @@
-"""``dana-fig1``: Dana, Pydi & Chevaleyre (AISTATS 2025) Experiments 1, 2 and 6 (Figs. 1a, 1b and 4),
-re-run and certified example by example.
+"""``dana-fig1``: Dana, Pydi & Chevaleyre (AISTATS 2025) Experiments 1, 2 and 6, re-run and certified per example.
+
+The paper's Figs. 1a, 1b and 4, re-run and certified example by example.
 
 Set-up (paper §5.1 and App. B; our note ``papers/dana.md`` §5): an attention-only Transformer (eq. (2),
 :mod:`exactmem.experiments.dana_train`) is trained on bigrams (S = 2) whose next token is a random

@@ -1,5 +1,7 @@
-"""Training side of ``dana-fig1``: the attention-only Transformer (AoT) of Dana, Pydi & Chevaleyre
-(AISTATS 2025) eq. (2), trained on random bigram look-up tables as in their §5 and App. B.
+"""Training side of ``dana-fig1``: Dana, Pydi & Chevaleyre's attention-only Transformer on bigram tables.
+
+The attention-only Transformer (AoT) of Dana, Pydi & Chevaleyre (AISTATS 2025) eq. (2), trained on
+random bigram look-up tables as in their §5 and App. B.
 
 The network (paper eq. (1)–(2), ``docs/dana.md``; exactmem's :func:`exactmem.constructions.dana.association.assemble_model`)::
 

@@ -1,6 +1,7 @@
-"""``kajitsuka-fig1`` — Kajitsuka & Sato (ICLR 2025), App. H, Figs. 1–2: training loss and
-accuracy against epochs for #blocks ∈ {1, 10, 20, 30, 40, 50}, N = 2000 sequences of n = 8
-tokens, with the CERTIFIED accuracy of each network at the end of training.
+"""``kajitsuka-fig1`` — Kajitsuka & Sato (ICLR 2025), App. H, Figs. 1–2: training curves and certified accuracy.
+
+Training loss and accuracy against epochs for #blocks ∈ {1, 10, 20, 30, 40, 50}, N = 2000 sequences
+of n = 8 tokens, with the CERTIFIED accuracy of each network at the end of training.
 
 The eq. (165) network of :mod:`exactmem.experiments.kajitsuka_train` (one uniform-attention
 layer between two stacks of #blocks eq.-(3) blocks, m = 2, q = 4m) is trained with AdamW,

@@ -1,5 +1,6 @@
-"""``kajitsuka-fig3`` — Kajitsuka & Sato (ICLR 2025), App. H, Fig. 3: the minimum #blocks that
-memorizes N sequences (n = 8), decided twice, for two token maps and several seeds.
+"""``kajitsuka-fig3`` — Kajitsuka & Sato (ICLR 2025), App. H, Fig. 3: the minimum #blocks that memorizes N sequences.
+
+N sequences of n = 8 tokens; the minimum is decided twice, for two token maps and several seeds.
 
 For every (token map, seed, N) the eq. (165) network (:mod:`exactmem.experiments.kajitsuka_train`:
 E_in, #blocks eq.-(3) blocks, one uniform-attention layer, #blocks eq.-(3) blocks, E_out; m = 2,

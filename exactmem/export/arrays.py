@@ -1,5 +1,4 @@
-"""Tensor names, the stored architecture, rounding a model to float arrays, and ``save``
-(:mod:`exactmem.export`)."""
+"""Tensor names, the stored architecture, rounding a model to float arrays, and ``save`` (:mod:`exactmem.export`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The exported network evaluated in NumPy float arithmetic, and float accuracy on a dataset
-(:mod:`exactmem.export`)."""
+"""NumPy float evaluation of the exported network, and float accuracy on a dataset (:mod:`exactmem.export`)."""
 
 from __future__ import annotations
 

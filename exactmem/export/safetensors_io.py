@@ -1,5 +1,6 @@
-"""A small safetensors reader and writer following the published format (8-byte little-endian
-header length, JSON header, raw little-endian data), and the optional ``safetensors`` package
+"""A small safetensors reader and writer following the published format, and the optional ``safetensors`` package.
+
+The format: an 8-byte little-endian header length, a JSON header, raw little-endian data
 (:mod:`exactmem.export`)."""
 
 from __future__ import annotations

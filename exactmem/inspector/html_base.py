@@ -1,6 +1,7 @@
-"""The building blocks of the HTML view of a certificate (:mod:`exactmem.inspector.html`): escaping,
-tables, inline images, the page frame and the verdict badge. Everything from a certificate is
-untrusted and goes through :func:`html.escape`."""
+"""The building blocks of the HTML view of a certificate (:mod:`exactmem.inspector.html`).
+
+Escaping, tables, inline images, the page frame and the verdict badge. Everything from a certificate
+is untrusted and goes through :func:`html.escape`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The HTML page of a lower-bound certificate (format ``exactmem-lower-bound``,
-``docs/lower-bound-certificates.md``) for ``inspect --html``: statement, premises, definitions,
-and every step with the kernel's verdict.
+"""The HTML page of a lower-bound certificate for ``inspect --html``: every step with the kernel's verdict.
+
+Format ``exactmem-lower-bound`` (``docs/lower-bound-certificates.md``): statement, premises,
+definitions, and every step with the kernel's verdict.
 
 The kernel's ``check_lower_bound`` stops at the first false step; for a verdict per step this
 module runs the kernel's public ``parse_lower_bound``, ``evaluate`` and ``decide`` on each step,

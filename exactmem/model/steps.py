@@ -1,6 +1,7 @@
-"""Affine steps and exact scaled-integer batches: the types every stack backend shares
-(:mod:`.affine_stack` runs a stack and holds the flint backend, :mod:`.limbs` and
-:mod:`.compress` add backends), and the ``"fraction"`` reference backend.
+"""Affine steps and exact scaled-integer batches: the types every stack backend shares, and the fraction backend.
+
+:mod:`.affine_stack` runs a stack and holds the flint backend, :mod:`.limbs` and :mod:`.compress`
+add backends; this module also holds the ``"fraction"`` reference backend.
 
 A step is ``H ↦ ρ(W H + b 1ᵀ)`` with ρ applying ReLU to a chosen subset of rows; a batch is
 a matrix with one column per token, held as :class:`ScaledInts` (an integer matrix and one

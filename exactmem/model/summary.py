@@ -1,6 +1,7 @@
-"""Printable summary of a model: layers, shapes, parameter and bit counts; :func:`inspect`
-(``em.inspect``, also a :class:`~exactmem.api.Memorizer` method) adds a Memorizer's stages
-and claims."""
+"""Printable summary of a model: layers, shapes, parameter and bit counts, and a Memorizer's stages and claims.
+
+:func:`inspect` (``em.inspect``, also a :class:`~exactmem.api.Memorizer` method) adds a Memorizer's
+stages and claims to the model's layers, shapes, parameter and bit counts."""
 
 from __future__ import annotations
 

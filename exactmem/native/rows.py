@@ -1,6 +1,7 @@
-"""Python side of the compiled kernels: conversions, step plans from integer rows, and
-:func:`lincomb`, exact linear combinations + ReLU of *registers* for the engines that keep one
-array of distinct values per register (``compress`` and the checker's accelerator).
+"""Python side of the compiled kernels: conversions, step plans from integer rows, and exact register arithmetic.
+
+:func:`lincomb` computes exact linear combinations + ReLU of *registers* for the engines that keep
+one array of distinct values per register (``compress`` and the checker's accelerator).
 
 A register's values are one of: an int64 array (n,) whose values are below 2^62 in magnitude,
 an object array (n,) of Python ints, or a **limb array**: int64 of shape (K, n), every value

@@ -1,5 +1,6 @@
-"""Kajitsuka & Sato (ICLR 2025): Theorem 4.1 / B.1 (next-token prediction) and Corollary 4.1
-(sequence-to-sequence), built for concrete data and certified end to end.
+"""Kajitsuka & Sato (ICLR 2025) Theorem 4.1 / B.1 and Corollary 4.1, built for concrete data and certified end to end.
+
+Theorem 4.1 / B.1 is next-token prediction, Corollary 4.1 sequence-to-sequence.
 
 Every claim is computed from the instance and compared by the independent checker
 (``docs/kajitsuka.md`` derives each one; log base 2, enclosures rounded the safe way):

@@ -1,5 +1,4 @@
-"""Kajitsuka & Sato (ICLR 2025) Theorem D.1: memorization by deep sets, certified
-(``docs/deep-sets.md``).
+"""Kajitsuka & Sato (ICLR 2025) Theorem D.1: memorization by deep sets, certified (``docs/deep-sets.md``).
 
 Two certificates per instance, from the same deterministic build:
 

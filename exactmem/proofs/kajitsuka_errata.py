@@ -1,5 +1,6 @@
-"""Kajitsuka & Sato Lemma B.2: the proof's recipe (the shift f = h + ⌊2N²|S|√π⌋) fails; the
-lemma's statement holds on the same instance.
+"""Kajitsuka & Sato Lemma B.2: the proof's recipe fails; the lemma's statement holds on the same instance.
+
+The recipe is the shift f = h + ⌊2N²|S|√π⌋.
 
 ``python -m exactmem certify proofs/kajitsuka_errata.py`` prints two rows (``docs/errata.md``,
 note ``kajitsuka.md`` §4.3 / §9 item 2): ``b2_proof_recipe_as_printed`` REFUTED *by design* and

@@ -1,10 +1,11 @@
-"""Kajitsuka & Sato (ICLR 2025) Theorem B.1 / Corollary 4.1 in the paper's blocks of eq. (4) with
-our residual conversion of Theorem B.1's plain FFN (width 20): Transformer blocks of eq. (4)
-whose feed-forward layer is the residual one of eq. (3) (Theorem B.1 itself states plain deep
-ReLU networks F₁, F₂, "unlike eq. (3)"; turning them into residual blocks is ours), the
-tent-map Stage III of Lemmas G.4–G.6 and Lemma B.2's projection recipe; the Lemma C.2 recipe
-and the two-trajectory bit read-out of the tent map, which the paper defers to Vardi et al.,
-are ours too — certified end to end (``docs/kajitsuka-paper.md``):
+"""Kajitsuka & Sato (ICLR 2025) Theorem B.1 / Corollary 4.1 in the paper's blocks of eq. (4), certified end to end.
+
+The paper's blocks of eq. (4) come with our residual conversion of Theorem B.1's plain FFN
+(width 20): Transformer blocks of eq. (4) whose feed-forward layer is the residual one of eq. (3)
+(Theorem B.1 itself states plain deep ReLU networks F₁, F₂, "unlike eq. (3)"; turning them into
+residual blocks is ours), the tent-map Stage III of Lemmas G.4–G.6 and Lemma B.2's projection
+recipe; the Lemma C.2 recipe and the two-trajectory bit read-out of the tent map, which the paper
+defers to Vardi et al., are ours too — certified end to end (``docs/kajitsuka-paper.md``):
 ``python -m exactmem certify proofs/kajitsuka_paper.py`` (~20 s for the small instances on 2
 cores; the main job ``proofs/kajitsuka.py`` lists only the compact networks of the same
 theorems, which are Theorem B.1's plain-FFN network).

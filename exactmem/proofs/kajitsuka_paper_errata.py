@@ -1,7 +1,8 @@
-"""Kajitsuka & Sato eq. (110) in its real-valued printed form, read as an exact depth count: the
-network of the paper's blocks exceeds it at small N (REFUTED by design). This is an
-observation about an asymptotic formula, not an error of the paper (``docs/errata.md``,
-"Theorems D.1, E.1, F.1 and the paper's blocks", item 6).
+"""Kajitsuka & Sato eq. (110) in its real-valued printed form, exceeded at small N by the paper's blocks.
+
+Read as an exact depth count, the real-valued form is exceeded by the network of the paper's blocks
+at small N (REFUTED by design). This is an observation about an asymptotic formula, not an error of
+the paper (``docs/errata.md``, "Theorems D.1, E.1, F.1 and the paper's blocks", item 6).
 
 Lemma C.1's proof applies Lemma G.3 ("Let m ∈ ℕ") with m = √(N log N) groups and Lemma G.6
 ("Let ρ, n, c ∈ ℕ") with n = √(N/log N) slots of log R- and log C-bit blocks (eqs. (99)–(100));

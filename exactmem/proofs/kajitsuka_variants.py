@@ -1,5 +1,7 @@
-"""Kajitsuka & Sato (ICLR 2025) Theorem F.1 (limited bit complexity) and Theorem E.1 (embedding
-layer), built for concrete data and certified end to end (``docs/kajitsuka-variants.md``).
+"""Kajitsuka & Sato (ICLR 2025) Theorems F.1 and E.1, built for concrete data and certified end to end.
+
+Theorem F.1 is limited bit complexity, Theorem E.1 the embedding layer
+(``docs/kajitsuka-variants.md``).
 
 Every claim is computed from the instance and compared by the independent checker (log base 2;
 irrational quantities enclosed by :mod:`exactmem.arith.enclosure`, an upper bound used through

@@ -1,5 +1,7 @@
-"""Vardi, Yehudai & Shamir's Õ(√N) ReLU memorizer as extended in Kajitsuka & Sato Lemma C.1
-(labels on N points, exactly 0 on V − N extra points), and the limited-bit variant (Lemma F.1).
+"""Vardi, Yehudai & Shamir's Õ(√N) ReLU memorizer (Kajitsuka & Sato Lemma C.1) and its Lemma F.1 variant, certified.
+
+As extended in Lemma C.1, it puts labels on N points and exactly 0 on V − N extra points; Lemma F.1
+is the limited-bit variant.
 
 Every claim is computed exactly from the instance (see ``docs/vardi.md``):
 

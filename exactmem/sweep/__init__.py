@@ -1,4 +1,4 @@
-"""Bit-precision sweeps: how many bits does a construction really need? (``docs/precision.md``)
+"""Bit-precision sweeps: how many bits a construction really needs (``docs/precision.md``).
 
 A sweep runs over *proof files* (``exactmem.proof``): every theorem ``build(params, seed)``
 gives a model, a dataset and claims, so every construction with a proof file is sweepable.

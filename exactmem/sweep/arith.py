@@ -1,5 +1,6 @@
-"""Floating-point evaluation (the ``arith`` precision model): a network evaluated with every
-operation rounded in a format, in the order of :data:`~exactmem.sweep.formats.OPERATION_ORDER`.
+"""Floating-point evaluation (the ``arith`` precision model): a network with every operation rounded in a format.
+
+Operations are rounded in the order of :data:`~exactmem.sweep.formats.OPERATION_ORDER`.
 
 Two engines compute the same numbers: MPFR (gmpy2, the reference; needed for softmax) and
 NumPy (named formats, softmax-free models). Floats live only here, to simulate a format;

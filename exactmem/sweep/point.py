@@ -1,5 +1,6 @@
-"""One sweep point: build its instance from the proof file, run its task (weight
-quantization or floating-point arithmetic) and return the record for ``points.jsonl``.
+"""One sweep point: build its instance from the proof file, run its task, return its ``points.jsonl`` record.
+
+The task is weight quantization or floating-point arithmetic.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Weight quantization (``quant-float`` / ``quant-fixed``): rounding every stored weight to
-``b`` significant bits or ``b`` fractional bits, the ``b`` at which that is the identity,
-and the bits per weight of a storage format holding the result.
+"""Weight quantization (``quant-float`` / ``quant-fixed``): every stored weight rounded to ``b`` bits.
+
+Rounding every stored weight to ``b`` significant bits or ``b`` fractional bits, the ``b`` at which
+that is the identity, and the bits per weight of a storage format holding the result.
 """
 
 from __future__ import annotations

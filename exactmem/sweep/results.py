@@ -1,6 +1,8 @@
-"""Sweep results on disk: ``points.jsonl`` (one record per finished point, append-only, so
-a sweep resumes), ``sweep.json`` (the :func:`sweep_document`), ``commands.txt``; reading
-and merging sweep documents; one-line summaries of records.
+"""Sweep results on disk, and reading, merging and one-line summaries of them.
+
+The files: ``points.jsonl`` (one record per finished point, append-only, so a sweep resumes),
+``sweep.json`` (the :func:`sweep_document`) and ``commands.txt``. Also reading and merging sweep
+documents, and one-line summaries of records.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""Running a sweep: every point of a spec not yet finished in the output directory, in this
-process or as tasks on a Dask cluster; then ``sweep.json`` and the tables.
+"""Running a sweep: every unfinished point of a spec, in this process or on a Dask cluster, then the tables.
+
+Every point of a spec not yet finished in the output directory runs in this process or as a task on
+a Dask cluster; then ``sweep.json`` and the tables are written.
 """
 
 from __future__ import annotations

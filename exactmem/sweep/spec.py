@@ -1,5 +1,7 @@
-"""What a sweep runs: :class:`SweepSpec`, ``--param`` value parsing, and :func:`plan`, which
-validates a spec against its proof file and expands it into points (each with a stable key).
+"""What a sweep runs: :class:`SweepSpec`, ``--param`` value parsing, and :func:`plan`.
+
+:func:`plan` validates a spec against its proof file and expands it into points (each with a stable
+key).
 """
 
 from __future__ import annotations

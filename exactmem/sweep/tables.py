@@ -1,6 +1,7 @@
-"""Tables of a sweep document: one row per theorem instance and seed (the construction's
-sizes, the minimal bits of each quantization, the named floating-point formats), written
-as ``sweep.csv``, ``sweep.md`` and ``sweep.tex`` next to ``sweep.json``.
+"""Tables of a sweep document, written as ``sweep.csv``, ``sweep.md`` and ``sweep.tex`` next to ``sweep.json``.
+
+One row per theorem instance and seed: the construction's sizes, the minimal bits of each
+quantization, the named floating-point formats.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Bits per weight of a trained network: round every stored weight to ``b`` significant bits,
-certify again (``python -m exactmem sweep MODEL.onnx --data DATA.npz``, ``em.sweep_bits``).
+"""Bits per weight of a trained network: round every stored weight to ``b`` significant bits, certify again.
+
+Run by ``python -m exactmem sweep MODEL.onnx --data DATA.npz`` or ``em.sweep_bits``.
 
 The network is the one :func:`exactmem.verify.verify` certifies (docs/verify.md): the real-number
 function of the lowered ONNX graph with its stored float weights taken exactly. At a bit-width

@@ -1,5 +1,6 @@
-"""Tables, the plot and the command line of the bit-width sweep of a trained network
-(:mod:`exactmem.verify.bits`; ``python -m exactmem sweep MODEL.onnx --data DATA.npz``).
+"""Tables, the plot and the command line of the bit-width sweep of a trained network (:mod:`exactmem.verify.bits`).
+
+The command is ``python -m exactmem sweep MODEL.onnx --data DATA.npz``.
 
 Floats appear here only to draw the plot; every number in a table is an exact count.
 """

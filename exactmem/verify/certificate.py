@@ -1,6 +1,7 @@
-"""The certificate of a ``verify`` run (``docs/verify-format.md``): the lowered graph, the
-dataset, one claimed verdict per row, the claims ``n_pass == k``, ``n_fail == j``,
-``n_rows == R``, ``n_examples == N``; hashed with the kernel's canonical hash."""
+"""The certificate of a ``verify`` run (``docs/verify-format.md``), hashed with the kernel's canonical hash.
+
+It holds the lowered graph, the dataset, one claimed verdict per row, and the claims
+``n_pass == k``, ``n_fail == j``, ``n_rows == R``, ``n_examples == N``."""
 
 from __future__ import annotations
 

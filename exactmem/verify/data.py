@@ -1,5 +1,6 @@
-"""The examples of a ``verify`` run: ``DATA.npz`` (``inputs``, ``labels``) or arrays, checked
-and taken exactly (float vectors become the rationals they denote)."""
+"""The examples of a ``verify`` run: ``DATA.npz`` (``inputs``, ``labels``) or arrays, checked and taken exactly.
+
+Float vectors become the rationals they denote."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""One lowering function per ONNX operator (the shape of ``onnx.reference``: a table that grows
-an operator at a time).
+"""One lowering function per ONNX operator (a table that grows an operator at a time, like ``onnx.reference``).
 
 A lowering function ``f(cx, node, ins, at)`` receives the importer's context ``cx``
 (:class:`exactmem.verify.onnx_import.Lowering`), the ONNX node, its inputs as values —

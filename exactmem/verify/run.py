@@ -1,4 +1,4 @@
-"""``verify``: which examples does a trained network really memorize? (``docs/verify.md``)
+"""``verify``: which examples a trained network really memorizes, certified (``docs/verify.md``).
 
 ONNX model (or a ``torch.nn.Module``, exported in-process) + examples → lowered graph →
 ball-arithmetic verdict per distinct example (:mod:`exactmem.verify.evaluate`) → a

@@ -1,5 +1,6 @@
-"""Dana, Pydi & Chevaleyre: Proposition 1, Theorem 2 and Theorem 3 / Lemma 4 on explicit
-instances (paper §3, §6, App. A.3–A.4; note ``papers/dana.md`` §1.4, §2).
+"""Dana, Pydi & Chevaleyre: Proposition 1, Theorem 2 and Theorem 3 / Lemma 4 evaluated on explicit instances.
+
+Paper §3, §6, App. A.3–A.4; note ``papers/dana.md`` §1.4, §2.
 
 * **Prop. 1** (:func:`prop1_family`, :func:`prop1_obstruction`, :func:`verify_prop1_obstruction`):
   any Transformer of embedding dimension d has logits W_U z(t), z(t) ∈ R^d. Exact distribution

@@ -1,6 +1,7 @@
-"""Dana, Pydi & Chevaleyre (AISTATS 2025), the design half of the construction: parameter checks
-(Corollary 1's capacity, the rank bounds of docs/errata.md), exact linear algebra, the seeded
-embeddings and query-key matrices (Lemma 2, note §3.2–§3.3, §3.6), the attention features
+"""Dana, Pydi & Chevaleyre (AISTATS 2025): the design half of the association construction.
+
+Parameter checks (Corollary 1's capacity, the rank bounds of docs/errata.md), exact linear algebra,
+the seeded embeddings and query-key matrices (Lemma 2, note §3.2–§3.3, §3.6), the attention features
 F (eq. (1), note §3.1) exactly or in Arb balls, and the circle targets (Prop. 3, note §1.4).
 
 :mod:`exactmem.constructions.dana.association` solves the readout on top of these and re-exports every name.

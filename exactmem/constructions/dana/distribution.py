@@ -1,6 +1,8 @@
-"""Dana, Pydi & Chevaleyre, Theorem 1 (distribution memorization): the explicit encoder, the
-AoT realising it on the T_ε most likely sequences, certified KL enclosures, and the constant C
-of bound (4) enclosed rigorously (note ``papers/dana.md`` §2, §3.5, §7.1; App. A.2 eqs. (13)–(14)).
+"""Dana, Pydi & Chevaleyre, Theorem 1 (distribution memorization): the explicit encoder and its certified AoT.
+
+The explicit encoder, the AoT realising it on the T_ε most likely sequences, certified KL
+enclosures, and the constant C of bound (4) enclosed rigorously (note ``papers/dana.md`` §2, §3.5,
+§7.1; App. A.2 eqs. (13)–(14)).
 
 Moved out of :mod:`.dana` (``dana.build_distribution`` etc. still resolve there). The rigorous
 C: for the feature matrix F = W_V A′ (r × T, r = d + H·d_h) with the T_ε likely columns F₁

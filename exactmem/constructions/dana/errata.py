@@ -1,6 +1,7 @@
-"""The instances behind ``docs/errata.md``'s Dana et al. entries (note §3.6, §7.3): exact
-impossibility certificates (a Radon-style obstruction: no linear readout fits these labels)
-and the facts each erratum states, computed on the constructions of :mod:`.dana`."""
+"""The exact instances behind the Dana et al. entries of ``docs/errata.md``.
+
+Note §3.6, §7.3: exact impossibility certificates (a Radon-style obstruction: no linear readout fits
+these labels) and the facts each erratum states, computed on the constructions of :mod:`.dana`."""
 
 from __future__ import annotations
 

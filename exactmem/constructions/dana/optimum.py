@@ -1,5 +1,6 @@
-"""Dana, Pydi & Chevaleyre, Theorem 1: the best sequence encoder exactmem can construct, and how far
-it is from the optimum d_KL(π, L(N,S,d)) (Lemma 1's minimiser, which the paper does not construct).
+"""Dana, Pydi & Chevaleyre, Theorem 1: the best sequence encoder exactmem can construct, and its distance to optimum.
+
+The optimum is d_KL(π, L(N,S,d)) (Lemma 1's minimiser, which the paper does not construct).
 
 * **Upper bound** (:func:`optimized_encoder`): minimise d_KL(π, f_{W,E}) = Σ_t π(t)[lse(W e_t) −
   π_tᵀW e_t − h_t] by block-coordinate Newton (each block — one e_t, or W — is a convex problem),

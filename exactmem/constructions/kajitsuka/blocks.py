@@ -1,7 +1,8 @@
-"""A register program (:class:`exactmem.constructions.vardi.memorizer.Program`) compiled into Transformer
-blocks of Kajitsuka & Sato eq. (4): N = E_out ∘ F_L ∘ … ∘ F_1 ∘ E_in with
-F_l = F_l^(FF) ∘ F_l^(SA), the feed-forward layer the residual one of eq. (3),
-z ↦ z + W2 σ(W1 z + b1) + b2. See ``docs/kajitsuka-paper.md``.
+"""A register program compiled into the Transformer blocks of Kajitsuka & Sato eq. (4).
+
+The program is a :class:`exactmem.constructions.vardi.memorizer.Program`; the network is
+N = E_out ∘ F_L ∘ … ∘ F_1 ∘ E_in with F_l = F_l^(FF) ∘ F_l^(SA), the feed-forward layer the
+residual one of eq. (3), z ↦ z + W2 σ(W1 z + b1) + b2. See ``docs/kajitsuka-paper.md``.
 
 * One ReLU layer of the program = one block. Its self-attention layer has a zero projection
   W^(O) ("deep feed-forward networks can also be implemented with standard Transformers, by

@@ -1,6 +1,8 @@
-"""Kajitsuka & Sato (ICLR 2025) Theorem 4.1 / B.1 (next-token) and Corollary 4.1 (seq-to-seq):
-a width-≤14 Transformer E_out ∘ F₂ ∘ F^(UA) ∘ F₁ ∘ E_in that memorizes N consistently labelled,
-token-wise separated sequences exactly. See ``docs/kajitsuka.md``; note ``kajitsuka.md`` §4.
+"""Kajitsuka & Sato (ICLR 2025) Theorem 4.1 / B.1 and Corollary 4.1: the compact memorizing Transformers.
+
+Theorem 4.1 / B.1 (next-token) and Corollary 4.1 (seq-to-seq): a width-≤14 Transformer
+E_out ∘ F₂ ∘ F^(UA) ∘ F₁ ∘ E_in that memorizes N consistently labelled, token-wise separated
+sequences exactly. See ``docs/kajitsuka.md``; note ``kajitsuka.md`` §4.
 
 Pipeline (note §4.1), all weights exact rationals:
 

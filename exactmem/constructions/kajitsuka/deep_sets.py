@@ -1,5 +1,7 @@
-"""Kajitsuka & Sato (ICLR 2025) Appendix D, Theorem D.1: a deep set (ϕ̃, ρ̃) of width 12 that
-memorizes N distinct, element-wise (r, δ)-separated multisets exactly, eq. (115):
+"""Kajitsuka & Sato (ICLR 2025) Appendix D, Theorem D.1: a width-12 deep set that memorizes multisets exactly.
+
+The deep set (ϕ̃, ρ̃) of width 12 memorizes N distinct, element-wise (r, δ)-separated multisets
+exactly, eq. (115):
 
     (ϕ̃, ρ̃)(m⁽ⁱ⁾) = ρ̃( Σ_{k=1}^{|m⁽ⁱ⁾|} ϕ̃(x⁽ⁱ⁾_k) ) = y⁽ⁱ⁾.
 

@@ -1,5 +1,6 @@
-"""Kajitsuka & Sato (ICLR 2025) Theorem E.1: a Transformer with an embedding layer,
-N^(EM) = E_out ∘ F^(FF) ∘ F^(UA) ∘ F^(EM), memorizing N consistently labelled token-id
+"""Kajitsuka & Sato (ICLR 2025) Theorem E.1: a Transformer with an embedding layer.
+
+The network N^(EM) = E_out ∘ F^(FF) ∘ F^(UA) ∘ F^(EM) memorizes N consistently labelled token-id
 sequences x⁽ⁱ⁾ ∈ [ω]ⁿ (eqs. (127)–(135)). See ``docs/kajitsuka-variants.md``.
 
 * **Data** (:class:`TokenData`, :func:`generate_tokens`): sequences of token ids 0 … ω − 1

@@ -1,9 +1,10 @@
-"""Kajitsuka & Sato (ICLR 2025) Theorem B.1 / Corollary 4.1 in the paper's blocks of eq. (4) with
-our residual conversion of Theorem B.1's plain FFN (width 20; ``docs/kajitsuka-paper.md``):
-Transformer blocks of eq. (4) — self-attention with residual, then the residual token-wise
-feed-forward layer of eq. (3) — between linear E_in and E_out. Theorem B.1 states plain deep
-ReLU networks F₁, F₂ ("unlike eq. (3)"); the compact build is that network, and the
-conversion into residual blocks is ours.
+"""Kajitsuka & Sato (ICLR 2025) Theorem B.1 / Corollary 4.1 built from the paper's Transformer blocks of eq. (4).
+
+The blocks come with our residual conversion of Theorem B.1's plain FFN (width 20;
+``docs/kajitsuka-paper.md``): Transformer blocks of eq. (4) — self-attention with residual, then the
+residual token-wise feed-forward layer of eq. (3) — between linear E_in and E_out. Theorem B.1
+states plain deep ReLU networks F₁, F₂ ("unlike eq. (3)"); the compact build is that network, and
+the conversion into residual blocks is ours.
 
 Differences from the compact build (:mod:`exactmem.constructions.kajitsuka.compact`):
 

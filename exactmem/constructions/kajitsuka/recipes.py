@@ -1,7 +1,8 @@
-"""The paper's own recipes for Kajitsuka & Sato's projections, in exact arithmetic
-(``docs/kajitsuka-paper.md``): Lemma C.2's direction and shift (Stage I of every Lemma C.1
-memorizer and the token id) and Lemma B.2's rounded-and-shifted Park direction (the token
-weights f), instead of :mod:`kajitsuka`/:mod:`vardi`'s random draws.
+"""The paper's own recipes for Kajitsuka & Sato's projections (Lemmas C.2 and B.2), in exact arithmetic.
+
+See ``docs/kajitsuka-paper.md``: Lemma C.2's direction and shift (Stage I of every Lemma C.1
+memorizer and the token id) and Lemma B.2's rounded-and-shifted Park direction (the token weights
+f), instead of :mod:`kajitsuka`/:mod:`vardi`'s random draws.
 
 **Park's direction (Lemma G.1).** Park et al. give a real unit vector existentially; an exact
 unit vector need not be rational. We draw *rational* unit vectors from the inverse

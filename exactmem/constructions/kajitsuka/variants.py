@@ -1,6 +1,7 @@
-"""Kajitsuka & Sato (ICLR 2025) Theorem F.1: the Theorem B.1 Transformer with *limited bit
-complexity* — both token-wise feed-forward stacks (ϕ̃ inside F₁, and F₂) built with Lemma F.1
-instead of Lemma C.1. See ``docs/kajitsuka-variants.md``.
+"""Kajitsuka & Sato (ICLR 2025) Theorem F.1: the Theorem B.1 Transformer with limited bit complexity.
+
+Both token-wise feed-forward stacks (ϕ̃ inside F₁, and F₂) are built with Lemma F.1 instead of
+Lemma C.1. See ``docs/kajitsuka-variants.md``.
 
 Lemma F.1 (eqs. (136)–(142)): one shared Stage-I projection, then the labelled points, sorted,
 are split into ⌈N/B²⌉ subsets of at most B² consecutive points (balanced sizes,

@@ -1,6 +1,8 @@
-"""The Õ(√N) ReLU memorizer of Vardi, Yehudai & Shamir (2022), as extended in Kajitsuka & Sato
-Lemma C.1 (labels on N points, exactly 0 on V − N extra points), and the limited-bit variant
-(Kajitsuka & Sato Lemma F.1). Exact rational weights; see ``docs/vardi.md``.
+"""Vardi, Yehudai & Shamir's Õ(√N) ReLU memorizer as Kajitsuka & Sato Lemma C.1, and its Lemma F.1 variant.
+
+The memorizer of Vardi, Yehudai & Shamir (2022), as extended in Kajitsuka & Sato Lemma C.1, puts
+labels on N points and exactly 0 on V − N extra points; Kajitsuka & Sato Lemma F.1 is the
+limited-bit variant. Exact rational weights; see ``docs/vardi.md``.
 
 The network is F = F₃ ∘ F₂ ∘ F₁ (Lemma C.1's three stages):
 

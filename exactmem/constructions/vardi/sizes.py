@@ -1,9 +1,10 @@
-"""The size formulas of Lemma C.1 (Kajitsuka & Sato, after Vardi et al.) and the rounding its
-lemmas need: R² (eq. (95)–(98)), Lemma C.2's bits, eq. (110) as the paper prints it (a rigorous
-enclosure, :func:`eq110_depth`) and with the natural numbers Lemmas G.3 and G.6 require
+"""The size formulas of Lemma C.1 (Kajitsuka & Sato, after Vardi et al.) and the rounding its lemmas need.
+
+R² (eq. (95)–(98)), Lemma C.2's bits, eq. (110) as the paper prints it (a rigorous enclosure,
+:func:`eq110_depth`) and with the natural numbers Lemmas G.3 and G.6 require
 (:func:`eq110_integer`), eq. (111), and the slot and label widths the construction uses
-(:func:`slot_count`, :func:`label_width`). Split from :mod:`exactmem.constructions.vardi.memorizer`, which
-builds the network and re-exports these names."""
+(:func:`slot_count`, :func:`label_width`). Split from :mod:`exactmem.constructions.vardi.memorizer`,
+which builds the network and re-exports these names."""
 
 from __future__ import annotations
 

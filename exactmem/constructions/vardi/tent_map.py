@@ -1,7 +1,9 @@
-"""Lemma C.1 with the tent-map Stage III: bit extraction by Telgarsky's triangle (tent) map,
-Kajitsuka & Sato Lemmas G.4–G.6 (after Vardi et al. 2022), instead of the doubling map of
-:mod:`exactmem.constructions.vardi.memorizer`. The two-trajectory read-out of each bit is ours (the paper
-defers the step to Vardi et al.). See ``docs/kajitsuka-paper.md``.
+"""Lemma C.1 with the tent-map Stage III of Kajitsuka & Sato Lemmas G.4–G.6 (Telgarsky's triangle map).
+
+Bit extraction by Telgarsky's triangle (tent) map, Kajitsuka & Sato Lemmas G.4–G.6 (after
+Vardi et al. 2022), instead of the doubling map of :mod:`exactmem.constructions.vardi.memorizer`. The
+two-trajectory read-out of each bit is ours (the paper defers the step to Vardi et al.). See
+``docs/kajitsuka-paper.md``.
 
 Stage I (Lemma C.2) and Stage II (Lemmas G.2/G.3) are :mod:`vardi`'s. Stage III, for the
 crafted integers u (g slots of ρ key bits, M_u = gρ) and w (g slots of c label bits, M_w = gc):
