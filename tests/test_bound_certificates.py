@@ -1,7 +1,7 @@
 """Lower-bound certificates (issue 24, parts 4–5; ``docs/lower-bound-certificates.md``).
 
 The producer (``bounds … --certificate``) writes the chain; the kernel
-(``exactmem/kernel/lowerbound.py``, ``elementary.py``) re-derives every step. Planted wrong
+(``exactmem/kernel/lowerbound.py``, ``enclosure.py``) re-derives every step. Planted wrong
 certificates are never CERTIFIED; every size argument of ``bounds`` is answered or refused in
 seconds.
 """
@@ -20,7 +20,8 @@ import pytest
 
 from bound_mutants import bound_mutants, oracle_false, rehash
 from exactmem.bounds.arch import BoundsInputError, parse_count
-from exactmem.kernel import elementary as el
+from exactmem.kernel import lowerbound as el
+from exactmem.kernel.enclosure import e_interval
 from exactmem.kernel.limits import Budget, Limits
 from exactmem.kernel.lowerbound import check_lower_bound
 from exactmem.kernel.schema import MalformedCertificate
@@ -231,7 +232,7 @@ def test_enclosures_contain_known_values():
     assert ln2.hi - ln2.lo < Fraction(1, 2 ** 190)
     lg = el.log2(el.point(Fraction(1, 3)), 128, b)
     assert lg.lo < -Fraction(15849625007211561814, 10 ** 19) and lg.hi > -Fraction(15849625007211561815, 10 ** 19)
-    e = el.e(128)
+    e = e_interval(128)
     assert e.lo < Fraction(27182818284590452354, 10 ** 19) and e.hi > Fraction(27182818284590452353, 10 ** 19)
     r = el.sqrt(el.point(2), 128, b)
     assert r.lo ** 2 < 2 < r.hi ** 2 and r.hi - r.lo < Fraction(1, 2 ** 120)

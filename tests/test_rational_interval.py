@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exactmem.kernel.rational_interval import Interval, exp_bound, idot, irelu, isum, round_ratio, softmax
+from exactmem.kernel.enclosure import Interval, exp_bound, round_ratio
+from exactmem.kernel.evaluate import idot, irelu, isum, softmax
 
 
 def round_down(x, p):

@@ -15,7 +15,8 @@ one implementation of the interval arithmetic (``+``, ``−``, ``×``, ``/`` as 
 
 Proofs of the enclosures:
 
-* ``sqrt``: ``⌊√(q·4^k)⌋ / 2^k ≤ √q ≤ ⌈√(q·4^k)⌉ / 2^k`` (``math.isqrt``);
+* ``sqrt``: ``⌊√⌊q·4^k⌋⌋ / 2^k ≤ √q ≤ ⌈√⌈q·4^k⌉⌉ / 2^k``, the kernel's ``enclosure.sqrt_bound``
+  (proof there; the producer's √ is the kernel's);
 * π and ln 2 from their first 20 decimals (truncations, so the enclosures are strict);
 * **e** (:func:`e_interval`): with ``S_K = Σ_{k=0}^{K} 1/k!``,
   ``S_K < e < S_K + 1/(K!·K)``, because
@@ -46,8 +47,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from math import isqrt
 from typing import Callable, Tuple, Union
+
+from ..kernel.enclosure import sqrt_bound
 
 __all__ = ["Enc", "Interval", "PI", "LN2", "enc", "as_interval", "sqrt", "log2", "ln", "emax", "ceil", "floor",
            "floor_lower", "e_interval", "log2_interval", "log2_e", "log2_times_e", "HOLDS", "FAILS", "UNDECIDED",
@@ -189,19 +191,13 @@ def e_interval(bits: int = DEFAULT_BITS) -> Interval:
 # ------------------------------------------------------------------------------------ sqrt
 
 def _sqrt_lo(q: Fraction, k: int = FRAC_BITS) -> Fraction:
-    """A rational ≤ √q (q ≥ 0), within 2^-k."""
-    s = q * 4 ** k
-    return Fraction(isqrt(s.numerator // s.denominator), 2 ** k)
+    """A rational ≤ √q (q ≥ 0), within 2^-k: the kernel's ``enclosure.sqrt_bound`` (its proof)."""
+    return Fraction(sqrt_bound(q.numerator, q.denominator, k, False), 2 ** k)
 
 
 def _sqrt_hi(q: Fraction, k: int = FRAC_BITS) -> Fraction:
-    """A rational ≥ √q (q ≥ 0), within 2^-k."""
-    s = q * 4 ** k
-    n = _ceil(s)
-    r = isqrt(n)
-    if r * r < n:
-        r += 1
-    return Fraction(r, 2 ** k)
+    """A rational ≥ √q (q ≥ 0), within 2^-k: the kernel's ``enclosure.sqrt_bound`` (its proof)."""
+    return Fraction(sqrt_bound(q.numerator, q.denominator, k, True), 2 ** k)
 
 
 def sqrt(x: Number) -> Enc:

@@ -66,7 +66,7 @@ def _printable(v):
     """A value ``show`` can print at any size (CPython's int-to-decimal limit is 4,300 digits):
     an exact value over PRINT_BITS bits becomes its outward 64-bit enclosure (still a true
     enclosure when printed), one over HUGE_BITS bits its abbreviated digits (``text.fmt``)."""
-    from ..kernel.rational_interval import round_ratio
+    from ..kernel.enclosure import round_ratio
     from ..kernel.text import fmt
 
     if isinstance(v, bool):

@@ -418,8 +418,8 @@ def chain_chain(arch: Architecture, n: int, N: int, convention: str = "paper") -
 
 def _decided_ruled_out(nN: int, name: str, ch: Chain) -> bool:
     """Add the verdict step nN > bound (ruled out) or nN ≤ bound, as the producer's enclosure says."""
-    from ..kernel import elementary as el
     from ..kernel.limits import Budget
+    from ..kernel.enclosure import Undecided
     from ..kernel.lowerbound import _Parser, _definitions, evaluate
 
     budget = Budget()
@@ -434,7 +434,7 @@ def _decided_ruled_out(nN: int, name: str, ch: Chain) -> bool:
             v = evaluate(("name", name), _definitions(defs, p, budget), p, budget)
             if v.hi < nN or v.lo >= nN:
                 break
-        except el.Undecided:
+        except Undecided:
             pass
         p *= 2
         if p > 1 << 14:

@@ -39,9 +39,9 @@ def expr_text(x: Any, depth: int = 0) -> str:
 def step_verdicts(doc: dict, limits) -> Tuple[List[Tuple[str, str, str]], str]:
     """(status, detail, precision) per step in file order, status one of holds | false | undefined |
     undecided | not decided; and a note (empty, or the limit that stopped the evaluation)."""
-    from ..kernel import elementary as el
+    from ..kernel.enclosure import Undecided
     from ..kernel.limits import Budget, LimitExceeded
-    from ..kernel.lowerbound import START_PRECISION, decide, evaluate, parse_lower_bound
+    from ..kernel.lowerbound import START_PRECISION, DomainError, decide, evaluate, parse_lower_bound
     from ..kernel.text import fmt
 
     budget = Budget(limits)
@@ -54,7 +54,7 @@ def step_verdicts(doc: dict, limits) -> Tuple[List[Tuple[str, str, str]], str]:
             for name, e in cert["defs"]:
                 try:
                     env[name] = evaluate(e, env, p, budget)
-                except (el.Undecided, el.DomainError) as x:
+                except (Undecided, DomainError) as x:
                     env[name] = type(x)(f"in definition {name!r}: {x}")
             left = []
             for i in pending:
@@ -63,10 +63,10 @@ def step_verdicts(doc: dict, limits) -> Tuple[List[Tuple[str, str, str]], str]:
                     L, R = evaluate(lhs, env, p, budget), evaluate(rhs, env, p, budget)
                     ok = decide(L, rel, R)
                     sides = f"lhs ∈ {fmt([L.lo, L.hi])}, rhs ∈ {fmt([R.lo, R.hi])}"
-                except el.DomainError as x:
+                except DomainError as x:
                     out[i] = ("undefined", str(x), str(p))
                     continue
-                except el.Undecided as x:
+                except Undecided as x:
                     ok, sides = None, str(x)
                 if ok is None:
                     left.append(i)

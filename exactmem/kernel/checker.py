@@ -16,7 +16,7 @@ from .evaluate import Softmax2Fault, Undecided, exact_prefix, interval_suffix
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES, DataFacts
 from .graph import run_graph
 from .limits import DEFAULT_MAX_PRECISION, Budget, LimitExceeded, Limits
-from .rational_interval import Interval
+from .enclosure import Interval
 from .schema import (OPS, MalformedCertificate, ParsedCertificate, canonical_hash,  # noqa: F401 (re-exported)
                      decode_certificate, integer, load_certificate, parse_certificate, parse_chunk)
 from .text import SHORT, fmt

@@ -3,7 +3,8 @@
 Exact values are integer columns over one common denominator D (``nums / D``); a token-wise layer
 is integer dot products, new denominator ``L * D``. hardmax/uniform/softmax2 attention stays exact:
 ties share the mass, softmax2 weights are 2^{s_k − min s}/Σ_j 2^{s_j − min s} for integer scores
-(Dana et al. note §3.7). After a softmax layer, values are p-bit intervals (:mod:`rational_interval`).
+(Dana et al. note §3.7). After a softmax layer, values are p-bit intervals (:mod:`enclosure`); their
+sums, products and softmax are below.
 """
 
 from __future__ import annotations
@@ -12,15 +13,11 @@ from fractions import Fraction
 from itertools import chain, repeat
 from math import gcd, lcm
 from operator import add, mul, sub
-from typing import List, Optional, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
 
+from .enclosure import ONE, ZERO, Interval, Undecided, exp_bound, round_ratio, rounded  # noqa: F401 (Undecided re-exported)
 from .limits import Budget
 from .linear import Affine, Embed, FeedForward, Lin, over_lcm
-from .rational_interval import Interval, idot, irelu, isum, round_ratio, softmax
-
-
-class Undecided(Exception):
-    """The intervals at the current precision cannot decide a comparison."""
 
 
 class Softmax2Fault(Exception):
@@ -30,6 +27,48 @@ class Softmax2Fault(Exception):
     def __init__(self, where: Tuple[int, int, int, int], score, spread: Optional[int], precision: Optional[int]):
         super().__init__()
         self.where, self.score, self.spread, self.precision = where, score, spread, precision
+
+
+# ------------------------------------------------ rational intervals of layer models
+
+def idot(xs: Iterable, ys: Iterable, p: int) -> Interval:
+    """Σ x_i y_i of numbers or intervals, exact from the endpoint products, rounded once."""
+    lo = hi = ZERO
+    for x, y in zip(xs, ys):
+        x, y = (x if isinstance(x, Interval) else (x,)), (y if isinstance(y, Interval) else (y,))
+        ps = [a * b for a in x for b in y]
+        lo += min(ps)
+        hi += max(ps)
+    return rounded(lo, hi, p)
+
+
+def isum(xs: Iterable, p: int) -> Interval:
+    """Sum of numbers or intervals, exact, rounded once."""
+    return idot(xs, repeat(1), p)
+
+
+def irelu(a: Interval) -> Interval:
+    """max(0, ·) is monotone, so it acts on the endpoints (exactly)."""
+    return Interval(max(a.lo, ZERO), max(a.hi, ZERO))
+
+
+def softmax(scores: Sequence, p: int, tick=None) -> List[Interval]:
+    """Enclosures of p_k = exp(a_k) / Σ_k' exp(a_k') for scores a_k in the given intervals: with
+    E_k = exp(a_k - max hi) in [L_k, U_k], p_k in [L_k / (L_k + Σ_{k'≠k} U_k'), U_k / (U_k + Σ_{k'≠k} L_k')]
+    (clipped to [0, 1]); an exponent below -4p gets L_k = 0 (``docs/certificate.md`` § Proofs of the
+    enclosures)."""
+    ivs = [a if isinstance(a, Interval) else Interval(Fraction(a), Fraction(a)) for a in scores]
+    c = max(a.hi for a in ivs)
+    floor = Fraction(-4 * p)
+    E = [(exp_bound(a.lo - c, p, False, tick) if a.lo - c >= floor else ZERO,
+          exp_bound(max(a.hi - c, floor), p, True, tick)) for a in ivs]
+    s_lo = sum(l for l, _ in E)
+    s_hi = sum(h for _, h in E)
+    out = []
+    for l, h in E:
+        lo, hi = rounded(l / (l + s_hi - h) if l else ZERO, h / (h + s_lo - l), p)
+        out.append(Interval(lo, min(hi, ONE)))
+    return out
 
 
 def _common(parts: List[Tuple[List[int], int]]) -> Tuple[List[List[int]], int]:

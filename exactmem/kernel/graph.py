@@ -6,7 +6,7 @@ A tensor (:class:`T`) is a shape and two row-major integer lists ``lo``, ``hi`` 
 Evaluation at precision F keeps scales at most F: a result over 2^s with s > F is rounded outward
 (``lo`` down, ``hi`` up) to 2^F, so exact dyadic values stay exact while they fit. Products use the
 midpoint–radius form (C-level ``sum(map(mul, ...))`` on integers); irrational steps use the bounds of
-:mod:`functions`. A shape that does not fit makes the certificate malformed, naming the node.
+:mod:`enclosure`. A shape that does not fit makes the certificate malformed, naming the node.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from math import prod
 from operator import add, mul, sub
 from types import SimpleNamespace
 
-from .evaluate import Undecided
-from .functions import cdiv, erf_fx, exp_fx, phi_fx, sigmoid_fx, sqrt_fx, tanh_fx
+from .enclosure import Undecided, cdiv, erf_fx, exp_fx, phi_fx, sigmoid_fx, sqrt_bound, tanh_fx
 from .fields import MalformedCertificate, _list, _obj, _str, bad, integer
 
 EXACT_SCALE = 1100  # a dyadic constant over at most 2^1100 is held exactly; others are rounded per precision
@@ -213,7 +212,7 @@ def op_pow(cx, a, x, y=None):
 
 
 def op_gelu(cx, a, x):
-    """Gelu = x·g(x), g increasing in [0, 1] (:func:`functions.phi_fx`): for x in [l, h] the value lies
+    """Gelu = x·g(x), g increasing in [0, 1] (:func:`enclosure.phi_fx`): for x in [l, h] the value lies
     in the product of the intervals [l, h] and [g(l), g(h)] (GELU itself is not monotone)."""
     t, F, th = cx.tick, cx.F, a["approximate"] == "tanh"
     ps = [(l * gl, l * gh, h * gl, h * gh) for l, h in zip(*fx(x, F))
@@ -411,7 +410,7 @@ def op_where(cx, a, c, x, y):
 
 # op: (function, least inputs, most inputs, {attr: (kind, default)}, inputs that must be int constants).
 # Kinds: "i" int, "is" list of ints, "r" rational string, a tuple: one of these strings.
-sqrt = monotone(lambda n, F, up, t: sqrt_fx(n, F, up), lambda v: v >= 0)
+sqrt = monotone(lambda n, F, up, t: sqrt_bound(n, 1 << F, F, up), lambda v: v >= 0)
 OPS = {
     **{k: (f, 2, 2, {}, ()) for k, f in (("MatMul", op_matmul), ("Add", op_add), ("Mul", op_mul), ("Div", op_div),
                                          ("Sub", lambda cx, a, x, y: op_add(cx, a, x, y, True)), ("Pow", op_pow))},

@@ -107,7 +107,7 @@ def _abs(x):
 
 def arb_eval(e, env: Dict[str, Any]):
     """An Arb ball of an expression of the certificate language (the producer's own evaluation,
-    separate code from the kernel's ``elementary.py``); ``env`` maps defined names to balls."""
+    separate code from the kernel's ``lowerbound.py`` and ``enclosure.py``); ``env`` maps defined names to balls."""
     from flint import arb
 
     from ...constructions.dana.association import _arb

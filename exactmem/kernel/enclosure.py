@@ -1,0 +1,294 @@
+"""Enclosures of real functions (kernel; standard library only): the one place where the kernel
+bounds exp, ln, √, e, π, tanh, σ, erf and Φ, for every kind of certificate.
+
+One proof per function, in its docstring (exp: ``docs/certificate.md`` § *Proofs of the
+enclosures*, which lists them all). Two representations:
+
+* **Rational.** ``Interval(lo, hi)`` is {x : lo <= x <= hi}, endpoints ``int``/``Fraction``.
+  *Rounding to p bits* replaces an endpoint by a dyadic ``m * 2^e``, ``|m| < 2^p``, outward (``lo``
+  down, ``hi`` up), so every result contains the exact result for any points of the arguments. A
+  nonzero number never rounds to zero (rounding is relative): positive lower bounds stay positive.
+  :func:`exp_bound`, :func:`ln_point`, :func:`ln2`, :func:`e_interval`, :func:`sqrt_bound`.
+* **Fixed point** (graph models). An integer ``n`` stands for the real ``n / 2^F``. Each
+  ``f_fx(n, F, up)`` returns an integer ``b`` with ``b / 2^F >= f(n / 2^F)`` when ``up`` and
+  ``b / 2^F <= f(n / 2^F)`` otherwise, so a monotone function maps an interval ``[lo, hi]`` to
+  ``[f(lo, F, False), f(hi, F, True)]`` (decreasing: the other way round). The fixed-point value
+  ``n / 2^F`` is the rational ``Fraction(n, 2^F)``: exp and √ are the rational proofs read there.
+
+Used by ``evaluate.py`` (layer models), ``graph.py`` (graph models) and ``lowerbound.py`` (lower
+bounds); each keeps its own interval operations (sums, products, softmax) next to its evaluator.
+No floating point, no tolerance; ``tick`` (the budget's clock) is called inside long series.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import lru_cache
+from math import isqrt
+from typing import NamedTuple
+
+ONE = Fraction(1)
+ZERO = Fraction(0)
+
+
+class Interval(NamedTuple):
+    lo: Fraction
+    hi: Fraction
+
+
+class Undecided(Exception):
+    """The enclosures at the current precision cannot decide a comparison (or are too wide to
+    answer, e.g. 1/x of an interval that contains 0): retry at a higher precision."""
+
+
+def round_ratio(n: int, d: int, p: int, up: bool) -> Fraction:
+    """The p-bit dyadic next to n/d (d > 0) in direction ``up`` (True: >= n/d, False: <= n/d)."""
+    if n == 0:
+        return ZERO
+    a = -n if n < 0 else n
+    if d & (d - 1) == 0 and a.bit_length() <= p:
+        return Fraction(n, d)  # already a p-bit dyadic
+    e = a.bit_length() - d.bit_length() - p  # then 2^(p-1) < a/(d 2^e) < 2^(p+1)
+    while True:
+        q, r = divmod(a << -e, d) if e < 0 else divmod(a, d << e)
+        if q.bit_length() <= p:
+            break
+        e += 1
+    if r and up == (n > 0):  # round the magnitude away from zero
+        q += 1
+    if n < 0:
+        q = -q
+    return Fraction(q << e) if e >= 0 else Fraction(q, 1 << -e)
+
+
+def rounded(lo: Fraction, hi: Fraction, p: int) -> Interval:
+    """[lo, hi] rounded outward to p bits."""
+    return Interval(round_ratio(lo.numerator, lo.denominator, p, False),
+                    round_ratio(hi.numerator, hi.denominator, p, True))
+
+
+def cdiv(a: int, b: int, up: bool) -> int:
+    """a / b rounded up (ceil) or down (floor), b != 0 (Python's // floors for every sign)."""
+    return -(-a // b) if up else a // b
+
+
+def sqrt_bound(n: int, d: int, k: int, up: bool) -> int:
+    """An integer s with s / 2^k <= √(n/d) (not ``up``) or >= √(n/d) (``up``), n >= 0, d > 0.
+    √ is increasing: ⌊√⌊n·4^k/d⌋⌋ <= 2^k √(n/d) <= ⌈√⌈n·4^k/d⌉⌉, and ``math.isqrt`` is the exact
+    floor of √ of an integer t; the ceiling adds 1 unless isqrt(t)² = t (an exact square stays a
+    point). The fixed-point √ of n/2^F is ``sqrt_bound(n, 2^F, F, up)`` (then n·4^F/2^F is exact)."""
+    t = cdiv(n << 2 * k, d, up)
+    s = isqrt(t)
+    return s + (up and s * s < t)
+
+
+def exp_bound(x: Fraction, p: int, up: bool, tick=None) -> Fraction:
+    """A p-bit dyadic b >= exp(x) (``up``) or 0 < b <= exp(x) (not ``up``); ``tick()`` is called
+    between Taylor terms. Halving, Taylor sum in fixed point, squaring; the proof is in
+    ``docs/certificate.md`` § *Proofs of the enclosures* (exp)."""
+    if x == 0:
+        return ONE
+    n, d = x.numerator, x.denominator
+    a = -n if n < 0 else n
+    s = max(0, a.bit_length() - d.bit_length())
+    while 2 * a > d << s:  # step 1: until |x| / 2^s <= 1/2
+        s += 1
+    w = p + s + 12
+    y = round_ratio(n, d << s, w, up)
+    m, E = y.numerator, y.denominator.bit_length() - 1  # y = m / 2^E
+    K, f = 0, 2  # step 2: f = (K+1)! 2^(K+1)
+    while f < 1 << (w + 2):
+        K += 1
+        f *= 2 * (K + 1)
+    F = w + (2 * K).bit_length() + 3
+    t = S = 1 << F
+    for i in range(1, K + 1):
+        t = ((t * m) >> E) // i  # floor(floor(a / 2^E) / i) = floor(a / (2^E i))
+        S += t
+        if tick is not None and not i & 63:
+            tick()
+    err = 2 * K + (1 << (F - w - 2))  # fixed-point error + Taylor remainder, in units of 2^-F
+    b = round_ratio(S + err if up else S - err, 1 << F, w, up)
+    for _ in range(s):  # step 3
+        b = round_ratio(b.numerator ** 2, b.denominator ** 2, w, up)
+    return round_ratio(b.numerator, b.denominator, p, up)
+
+
+@lru_cache(maxsize=64)
+def e_interval(p: int) -> Interval:
+    """e = exp(1), by :func:`exp_bound`."""
+    return Interval(exp_bound(ONE, p, False), exp_bound(ONE, p, True))
+
+
+def _arctan_series(a: int, b: int, F: int, alternating: bool, J: int) -> tuple:
+    """(S, n): S = Σ_{j<n} ±⌊t_j/(2j+1)⌋ (signs (−1)^j when ``alternating``) with t_0 = ⌊a 2^F/b⌋,
+    t_{j+1} = ⌊t_j a²/b²⌋, stopping after the term whose successor t_n is 0, or after J terms.
+    2^F·Σ_j (±1)^j z^{2j+1}/(2j+1), z = a/b, is atan z (alternating) or atanh z; the callers bound
+    the error: t_j is at most j + 1 below 2^F z^{2j+1} (the error is multiplied by z² <= 1, then one
+    more floor), exactly ⌊2^F z^{2j+1}⌋ when a = 1 (nested floors of divisions by integers)."""
+    t, S = (a << F) // b, 0
+    a2, b2 = a * a, b * b
+    for j in range(J):
+        S += -(t // (2 * j + 1)) if alternating and j & 1 else t // (2 * j + 1)
+        t = t * a2 // b2
+        if not t:
+            return S, j + 1
+    return S, J
+
+
+def _atanh(a: int, b: int, F: int) -> tuple:
+    """Integers (S, S + 2J + 1) bounding 2^F·atanh(a/b) for 0 <= a/b <= 1/3, J the terms summed.
+
+    Floors only lower, so S <= 2^F Σ_{j<J}; each term is at most 2 units low (:func:`_arctan_series`):
+    Σ_{j<J} <= (S + 2J)/2^F. The tail Σ_{j>=J} <= z^{2J+1}/(1 − z²) <= (9/8)·3^{−2J−1} < 9^{−J}
+    <= 2^{−F} once 9^J >= 2^F (J = F // 3 + 1 terms at most); when t_J = 0 first, 2^F z^{2J+1} <= J + 1
+    and the tail is at most (9/8)(J + 1)/(2J + 1) <= 3/4 of a unit."""
+    S, J = _arctan_series(a, b, F, False, F // 3 + 1)  # 9^J >= 8^J >= 2^(3J) > 2^F
+    return S, S + 2 * J + 1
+
+
+@lru_cache(maxsize=64)
+def ln2(p: int) -> Interval:
+    """ln 2 = 2·atanh(1/3) (since (1 + 1/3)/(1 − 1/3) = 2)."""
+    F = p + 4
+    lo, hi = _atanh(1, 3, F)
+    return Interval(Fraction(2 * lo, 1 << F), Fraction(2 * hi, 1 << F))
+
+
+@lru_cache(maxsize=8192)
+def ln_point(x: Fraction, p: int) -> Interval:
+    """ln x for a rational x > 0: x = 2^k·y with y ∈ [3/4, 3/2), ln x = k·ln 2 + 2·atanh(z),
+    z = (y − 1)/(y + 1) ∈ [−1/7, 1/5]; z is rounded outward to a dyadic first (atanh is
+    increasing), and atanh is odd."""
+    if x == 1:
+        return Interval(ZERO, ZERO)
+    n, d = x.numerator, x.denominator
+    k = n.bit_length() - d.bit_length()
+    while (n << max(0, -k)) * 2 >= (d << max(0, k)) * 3:
+        k += 1
+    while (n << max(0, -k)) * 4 < (d << max(0, k)) * 3:
+        k -= 1
+    yn, yd = n << max(0, -k), d << max(0, k)  # y = yn / yd
+    F = p + k.bit_length() + 8
+    zn, zd = yn - yd, yn + yd
+    zlo, zhi = round_ratio(abs(zn), zd, F + 4, False), round_ratio(abs(zn), zd, F + 4, True)
+    lo = _atanh(zlo.numerator, zlo.denominator, F)[0]
+    hi = _atanh(zhi.numerator, zhi.denominator, F)[1]
+    if zn < 0:
+        lo, hi = -hi, -lo
+    L2 = ln2(F)
+    klo, khi = (k * L2.lo, k * L2.hi) if k >= 0 else (k * L2.hi, k * L2.lo)
+    return rounded(klo + Fraction(2 * lo, 1 << F), khi + Fraction(2 * hi, 1 << F), p)
+
+
+# ------------------------------------------------------------------ fixed point (graph models)
+
+def exp_fx(n: int, F: int, up: bool, tick=None) -> int:
+    """exp(n / 2^F). Below x = −F: 0 < exp(x) < e^−F < 2^−F, so the bounds are 0 and 1 units (this
+    keeps masked scores of −3.4·10^38 cheap); otherwise :func:`exp_bound` at F + 8 bits, rounded outward."""
+    if n < -(F << F):
+        return 1 if up else 0
+    b = exp_bound(Fraction(n, 1 << F), F + 8, up, tick)
+    return cdiv(b.numerator << F, b.denominator, up)
+
+
+def tanh_fx(n: int, F: int, up: bool, tick=None) -> int:
+    """tanh is odd; for x >= 0, tanh x = (1 − E)/(1 + E) with E = e^(−2x) in (0, 1], decreasing in E:
+    the upper bound uses E rounded down, the lower bound E rounded up."""
+    if n < 0:
+        return -tanh_fx(-n, F, not up, tick)
+    E = exp_fx(-2 * n, F, not up, tick)
+    return cdiv(((1 << F) - E) << F, (1 << F) + E, up)
+
+
+def sigmoid_fx(n: int, F: int, up: bool, tick=None) -> int:
+    """σ(x) = 1/(1 + E), E = e^(−x) in (0, 1] for x >= 0 (decreasing in E); σ(x) = 1 − σ(−x)
+    for x < 0, so exp is only taken of arguments <= 0."""
+    if n < 0:
+        return (1 << F) - sigmoid_fx(-n, F, not up, tick)
+    E = exp_fx(-n, F, not up, tick)
+    return cdiv(1 << 2 * F, (1 << F) + E, up)
+
+
+@lru_cache(maxsize=64)
+def pi_fx(F: int):
+    """(lo, hi) with lo <= π·2^F <= hi. Machin: π = 16 atan(1/5) − 4 atan(1/239), and atan(1/k) =
+    Σ_i (−1)^i / ((2i+1) k^(2i+1)), an alternating series of decreasing terms, so the tail after the
+    last term used is at most the first omitted one. In G = F + 16 fractional bits the term
+    t_i = ⌊⌊2^G / k^(2i+1)⌋ / (2i+1)⌋ = ⌊2^G / ((2i+1) k^(2i+1))⌋ (:func:`_arctan_series` with a = 1:
+    nested floors of positive divisions) is off by less than 1 unit; the series stops when
+    ⌊2^G / k^(2i+1)⌋ = 0 (before G terms, as k >= 5), i.e. the first omitted term is below 1 unit.
+    So after i terms the sum s is within i + 1 units of 2^G atan(1/k)."""
+    G = F + 16
+
+    def atan_inv(k):
+        s, i = _arctan_series(1, k, G, True, G)
+        return s - i - 1, s + i + 1
+
+    (a, b), (c, d) = atan_inv(5), atan_inv(239)
+    return (16 * a - 4 * d) >> 16, -(-(16 * b - 4 * c) >> 16)
+
+
+@lru_cache(maxsize=64)
+def inv_sqrt_pi_fx(F: int):
+    """(lo, hi) of 2^F/√π: 1/√ is decreasing, so lo = ⌊2^2F / ⌈√(π_hi)⌉⌋ and hi = ⌈2^2F / ⌊√(π_lo)⌋⌉."""
+    lo, hi = pi_fx(F)
+    return (1 << 2 * F) // sqrt_bound(hi, 1 << F, F, True), cdiv(1 << 2 * F, sqrt_bound(lo, 1 << F, F, False), True)
+
+
+@lru_cache(maxsize=64)
+def sqrt_2_over_pi_fx(F: int):
+    """(lo, hi) of √(2/π)·2^F: 2/π between ⌊2^(2F+1)/π_hi⌋ and ⌈2^(2F+1)/π_lo⌉ (scaled), then √ outward."""
+    lo, hi = pi_fx(F)
+    return (sqrt_bound((1 << 2 * F + 1) // hi, 1 << F, F, False),
+            sqrt_bound(cdiv(1 << 2 * F + 1, lo, True), 1 << F, F, True))
+
+
+def erf_fx(n: int, F: int, up: bool, tick=None) -> int:
+    """erf(x), x = n/2^F. erf is odd. For x² >= F (so x >= 1): 0 < erfc(x) <= e^(−x²)/(x√π) < e^−F
+    < 2^−F, hence erf(x)·2^F lies in (2^F − 1, 2^F). Otherwise the Taylor series
+    erf(x) = (2/√π) Σ_i (−1)^i a_i, a_i = x^(2i+1)/(i!(2i+1)): a_(i+1)/a_i = x²(2i+1)/((i+1)(2i+3)) < 1
+    once i + 1 >= x², so from there the terms decrease to 0 and the alternating tail after term i−1 is
+    at most a_i. Terms are kept as intervals [tl, th] of t_i = x^(2i+1)/i! in G fractional bits
+    (each step rounds outward, so no error analysis is needed); G = F + 2k + 16 with k > x² covers the
+    cancellation (terms up to x e^(x²) < 2^(1.45k + 1) against a sum below 1)."""
+    if n < 0:
+        return -erf_fx(-n, F, not up, tick)
+    if n * n >= F << 2 * F:
+        return (1 << F) - (0 if up else 1)
+    k = (n * n >> 2 * F) + 1
+    G = F + 2 * k + 16
+    X = n << (G - F)
+    q_lo, q_hi = X * X >> G, -(-(X * X) >> G)  # x²·2^G rounded down / up
+    tl = th = s_lo = s_hi = X
+    i = 0
+    while True:
+        i += 1
+        if tick is not None and not i & 31:
+            tick()
+        tl, th = tl * q_lo // (i << G), cdiv(th * q_hi, i << G, True)
+        a_lo, a_hi = tl // (2 * i + 1), cdiv(th, 2 * i + 1, True)
+        if i > k and a_hi <= 1 << (G - F - 4):  # tail bound: |Σ_(j>=i) (−1)^j a_j| <= a_i
+            s_lo, s_hi = s_lo - a_hi, s_hi + a_hi
+            break
+        s_lo, s_hi = (s_lo - a_hi, s_hi - a_lo) if i & 1 else (s_lo + a_lo, s_hi + a_hi)
+    c_lo, c_hi = inv_sqrt_pi_fx(G)  # 2/√π = 2 c, c in [c_lo, c_hi]/2^G, c > 0
+    if up:
+        return min(1 << F, cdiv(2 * s_hi * (c_hi if s_hi >= 0 else c_lo), 1 << (2 * G - F), True))
+    return max(0, 2 * s_lo * (c_lo if s_lo >= 0 else c_hi) >> (2 * G - F))
+
+
+def phi_fx(n: int, F: int, up: bool, tanh_form: bool, tick=None) -> int:
+    """The increasing factor g of GELU(x) = x·g(x): Φ(x) = (1 + erf(x/√2))/2, or with ``tanh_form``
+    (1 + tanh(√(2/π)(x + 0.044715 x³)))/2 (0.044715 = 44715/10^6 exactly). The inner argument is
+    increasing in x and is rounded in the direction ``up`` at every step (a product with a positive
+    constant c in [c_lo, c_hi] takes c_hi or c_lo by the sign of the other factor)."""
+    if tanh_form:
+        u = cdiv(n * 10 ** 6 * (1 << 2 * F) + 44715 * n ** 3, 10 ** 6 << 2 * F, up)  # x + 0.044715 x³
+        c_lo, c_hi = sqrt_2_over_pi_fx(F)
+        f = tanh_fx
+    else:  # 1/√2 = √(2^(F−1) / 2^F)
+        u, f = n, erf_fx
+        c_lo, c_hi = sqrt_bound(1 << (F - 1), 1 << F, F, False), sqrt_bound(1 << (F - 1), 1 << F, F, True)
+    v = cdiv(u * (c_hi if (u >= 0) == up else c_lo), 1 << F, up)
+    return cdiv((1 << F) + f(v, F, up, tick), 2, up)
