@@ -258,3 +258,14 @@ def test_interrupted_check_exits_130_on_both_entry_points(cert_file, monkeypatch
             pytest.fail(f"{main.__module__}.main let the interrupt through")
         assert code == 130
         assert capsys.readouterr().err == "interrupted\n"
+
+
+def test_the_kernel_folder_names_each_trusted_base():
+    """``exactmem/kernel/__init__.py`` lists each base's files, the same as BASES (a reviewer reads the
+    folder, not this test), and the folder holds no file outside every base."""
+    doc = ast.get_docstring(ast.parse((KERNEL_DIR / "__init__.py").read_text()))
+    for kind, head in (("layer-model", "layer models"), ("graph-model", "graph models"), ("lower-bound", "lower-bound")):
+        item = re.search(rf"\* {head}[^:]*:(.*?)(?:;\n|\.\n)", doc, re.S)
+        assert item, kind
+        assert set(re.findall(r"``(\w+)``", item.group(1))) == {f[:-3] for f in BASES[kind]}, kind
+    assert {p.name for p in KERNEL_DIR.glob("*.py")} - {"__init__.py"} == set(KERNEL)

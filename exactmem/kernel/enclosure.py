@@ -1,5 +1,6 @@
-"""Enclosures of real functions (kernel; standard library only): the one place where the kernel
-bounds exp, ln, √, e, π, tanh, σ, erf and Φ, for every kind of certificate.
+"""Enclosures of real functions (kernel; standard library only): exp, ln, √, e, π, tanh, σ, erf, Φ.
+
+The one place where the kernel bounds them, for every kind of certificate.
 
 One proof per function, in its docstring (exp: ``docs/certificate.md`` § *Proofs of the
 enclosures*, which lists them all). Two representations:

@@ -1,5 +1,6 @@
-"""Field validation shared by the kernel's readers (kernel; standard library only): one message
-per malformed field, naming its path."""
+"""Field validation shared by the kernel's readers (kernel; standard library only).
+
+One message per malformed field, naming its path."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Graph models (kernel): ``model.graph`` parsed and validated, and evaluated on one example in
-rigorous interval arithmetic (``docs/verify-format.md``; ONNX opset 18 semantics).
+"""Graph models (kernel): ``model.graph`` parsed, validated and evaluated in interval arithmetic.
+
+One example at a time, in rigorous fixed-point interval arithmetic (``docs/verify-format.md``;
+ONNX opset 18 semantics).
 
 A tensor (:class:`T`) is a shape and two row-major integer lists ``lo``, ``hi`` over one power of two
 ``2^s``: element i lies in ``[lo[i], hi[i]] / 2^s``; a point tensor shares one list (``lo is hi``).

@@ -1,5 +1,6 @@
-"""The model as the kernel holds it: integer linear maps and the four layer types (public API:
-accelerators read these classes, never build them). W and b are integers over their lcm L of
+"""The model as the kernel holds it: integer linear maps and the four layer types.
+
+Public API: accelerators read these classes, never build them. W and b are integers over their lcm L of
 denominators; applied to a column ``nums / D`` they give integer numerators over ``L * D``.
 """
 
