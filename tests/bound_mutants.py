@@ -27,7 +27,16 @@ from exactmem.kernel.schema import canonical_hash
 NEGATE = {"<=": ">", "<": ">=", ">=": "<", ">": "<=", "==": "<"}
 
 
-def rehash(doc: dict) -> dict:
+def rehash(doc: dict, restate: bool = True) -> dict:
+    """Stamp ``doc`` with its hash; with ``restate``, first make the conclusion restate the (possibly
+    mutated) steps it names, as a forger would, so a mutant tests the steps, not the restatement
+    (tests of the restatement itself pass ``restate=False``)."""
+    if restate and isinstance(doc.get("conclusion"), dict):
+        steps = {s.get("id"): s for s in doc.get("steps", []) if isinstance(s, dict)}
+        for c in doc["conclusion"].get("steps", []):
+            s = steps.get(c.get("step")) if isinstance(c, dict) else None
+            if s is not None:
+                c.update({k: copy.deepcopy(s[k]) for k in ("lhs", "rel", "rhs") if k in s})
     doc["hash"] = canonical_hash(doc)
     return doc
 

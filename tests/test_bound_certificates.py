@@ -41,8 +41,10 @@ def _check(doc, **limits):
 
 
 def _doc(steps, defs=()):
-    d = {"format": "exactmem-lower-bound", "version": 1, "statement": "test", "premises": [],
-         "definitions": list(defs), "steps": steps, "conclusion": "test"}
+    d = {"format": "exactmem-lower-bound", "version": 2, "statement": {"text": "test", "instance": {}},
+         "premises": [], "definitions": list(defs), "steps": steps,
+         "conclusion": {"text": "test", "steps": [{"step": s["id"], **{k: s[k] for k in ("lhs", "rel", "rhs")}}
+                                                  for s in steps[-1:] if isinstance(s, dict) and "id" in s]}}
     return rehash(d)
 
 
@@ -80,7 +82,7 @@ def test_minw_certificate_is_certified_with_the_sharp_steps(minw_doc):
 
 def test_every_producer_writes_a_certified_certificate(small_docs):
     for doc in small_docs:
-        assert check_lower_bound(doc, Budget()).status == "CERTIFIED", doc["statement"]
+        assert check_lower_bound(doc, Budget()).status == "CERTIFIED", doc["statement"]["text"]
 
 
 def test_check_certificate_dispatches_lower_bound_documents(small_docs):
@@ -274,7 +276,7 @@ def test_planted_wrong_certificates_are_never_certified(small_docs):
                 status = "malformed"
             if certainly_wrong:
                 wrong += 1
-                assert status != "CERTIFIED", (doc["statement"], what)
+                assert status != "CERTIFIED", (doc["statement"]["text"], what)
     print(f"\nlower-bound mutants: {total} generated, {wrong} certainly wrong, 0 CERTIFIED among those")
     assert wrong >= 300
 
@@ -362,3 +364,60 @@ def test_dana_certificates(tmp_path, capsys):
         m["steps"][k]["rel"] = ">"
         v = check_lower_bound(rehash(m), Budget())
         assert v.status == "REFUTED" and v.witness["step"] == m["steps"][k]["id"]
+
+
+# --------------------------------------------------------------------- formal statement and conclusion (v2)
+
+def test_the_certified_line_prints_the_kernels_rendering_not_the_producers_words(minw_doc):
+    m = copy.deepcopy(minw_doc)
+    m["conclusion"]["text"] = "every hardmax Transformer with W <= 1000 parameters fails to shatter"
+    m["statement"]["text"] = "a different theorem"
+    v = check_lower_bound(rehash(m), Budget())
+    assert v.status == "CERTIFIED"
+    assert "1000 parameters" not in v.message and "different theorem" not in v.message
+    # the instance and the concluding relations, rendered from the checked steps
+    assert "it concludes at n = 8, N = 1000: " in v.message
+    assert "nN > 9·(W - 1)^2·lam (s3, (96))" in v.message and "where W = 7" in v.message
+
+
+def test_a_changed_conclusion_is_malformed(minw_doc):
+    """The conclusion restates checked steps exactly: a changed relation, side or id is malformed."""
+    for change in (lambda c: c.__setitem__("rel", "<"), lambda c: c.__setitem__("rhs", "1000"),
+                   lambda c: c.__setitem__("step", "s999")):
+        m = copy.deepcopy(minw_doc)
+        change(m["conclusion"]["steps"][2])
+        with pytest.raises(MalformedCertificate, match=r"conclusion\.steps\[2\]: does not restate a step"):
+            check_lower_bound(rehash(m, restate=False), Budget())
+    m = copy.deepcopy(minw_doc)
+    m["conclusion"]["steps"] = []
+    with pytest.raises(MalformedCertificate, match=r"conclusion\.steps"):
+        check_lower_bound(rehash(m, restate=False), Budget())
+
+
+def test_a_changed_instance_is_malformed(minw_doc):
+    m = copy.deepcopy(minw_doc)
+    m["statement"]["instance"]["N"] = "2000"  # the steps are about N = 1000
+    with pytest.raises(MalformedCertificate, match=r"statement\.instance\.N: 'N' is not a definition whose expression is 2000"):
+        check_lower_bound(rehash(m), Budget())
+    m = copy.deepcopy(minw_doc)
+    m["statement"]["instance"]["nN"] = "8000"  # nN is defined as n·N, not as a number
+    with pytest.raises(MalformedCertificate, match=r"statement\.instance\.nN"):
+        check_lower_bound(rehash(m), Budget())
+
+
+def test_a_version_1_certificate_with_words_for_a_conclusion_is_malformed(minw_doc):
+    m = copy.deepcopy(minw_doc)
+    m["version"], m["statement"], m["conclusion"] = 1, "words", "more words"
+    with pytest.raises(MalformedCertificate, match="version"):
+        check_lower_bound(rehash(m, restate=False), Budget())
+
+
+def test_rendering_keeps_precedence_and_abbreviates():
+    names = set()
+    assert el.render(["*", "9", ["^", ["-", "W", "1"], "2"], "lam"], names) == "9·(W - 1)^2·lam"
+    assert el.render(["-", "a", ["-", "b", "c"]], names) == "a - (b - c)"
+    assert el.render(["/", ["+", "a", "b"], ["*", "c", "d"]], names) == "(a + b)/(c·d)"
+    assert el.render(["log2", ["*", "48", ["e"], "nN"]], names) == "log2(48·e·nN)"
+    assert names == {"W", "lam", "a", "b", "c", "d", "nN"}
+    big = "1" * 500
+    assert "(500 digits)" in el.render(big, set()) and len(el.render(["+"] + ["x"] * 400, set())) <= 161

@@ -154,7 +154,7 @@ def test_graph_model_shows_claimed_verdicts(tmp_path):
 def test_lower_bound_certificate(tmp_path):
     path = tmp_path / "minw.json"
     assert main(["bounds", "minw", "--n", "8", "--N", "1000", "--certificate", str(path)]) == 0
-    rewrite(path, path, lambda d: d.__setitem__("statement", d["statement"] + PLANT))
+    rewrite(path, path, lambda d: d["statement"].__setitem__("text", d["statement"]["text"] + PLANT))
     page = inspect_page(path, tmp_path / "minw.html")
     doc = json.loads(path.read_text())
     assert "http" not in page.lower() and "<script" not in page.lower() and "&lt;script&gt;" in page
@@ -162,8 +162,9 @@ def test_lower_bound_certificate(tmp_path):
     assert f"<h2>Premises ({len(doc['premises'])})" in page and f"<h2>Steps ({len(doc['steps'])})</h2>" in page
     assert page.count('<td class="yes">holds</td>') == len(doc["steps"])
 
-    def false_step(d):  # the first step's sides swapped: it no longer holds
-        s = d["steps"][0]
+    def false_step(d):  # the first step the conclusion does not restate, sides swapped: it no longer holds
+        concluding = {c["step"] for c in d["conclusion"]["steps"]}
+        s = next(x for x in d["steps"] if x["id"] not in concluding)
         s["lhs"], s["rhs"] = ["+", s["rhs"], "1"], s["lhs"]
     rewrite(path, tmp_path / "bad.json", false_step)
     page = inspect_page(tmp_path / "bad.json", tmp_path / "bad.html")

@@ -12,6 +12,7 @@ nothing here is trusted. A step the expression language cannot state goes to
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -75,6 +76,8 @@ class Chain:
 
     def __init__(self, statement: str):
         self.statement, self.conclusion = statement, ""
+        self.instance: List[str] = []  # names defined as numbers: the instance the statement is about
+        self.concluding: List[str] = []  # ids of the steps the conclusion restates (kernel-printed)
         self.premises: List[dict] = []
         self.definitions: List[dict] = []
         self.steps: List[dict] = []
@@ -101,15 +104,29 @@ class Chain:
                            **({"uses": list(uses)} if uses else {})})
         return sid
 
+    def conclude_with_every_step(self, *instance: str) -> None:
+        """The conclusion restates every step, and the statement's instance is each of ``instance``
+        defined as a number (for chains whose every step is part of what they conclude)."""
+        self.concluding += [s["id"] for s in self.steps]
+        nums = {d["name"] for d in self.definitions if isinstance(d["expr"], str) and re.fullmatch(r"-?\d+(/\d+)?", d["expr"])}
+        self.instance += [n for n in instance if n in nums and n not in self.instance]
+
     def by_producer(self, eq: str, claim: str, note: str = "") -> None:
         self.producer.append({"eq": eq, "claim": claim, **({"note": note} if note else {})})
 
     def document(self, meta: Optional[dict] = None) -> Dict[str, Any]:
         from ..kernel.schema import canonical_hash
 
-        doc = {"format": "exactmem-lower-bound", "version": 1, "statement": self.statement,
+        if not self.concluding:
+            raise ValueError("a lower-bound chain must name the steps its conclusion restates")
+        defs = {d["name"]: d["expr"] for d in self.definitions}
+        by_id = {s["id"]: s for s in self.steps}
+        doc = {"format": "exactmem-lower-bound", "version": 2,
+               "statement": {"text": self.statement, "instance": {n: defs[n] for n in self.instance}},
                "premises": self.premises, "definitions": self.definitions, "steps": self.steps,
-               "conclusion": self.conclusion}
+               "conclusion": {"text": self.conclusion,
+                              "steps": [{"step": i, **{k: by_id[i][k] for k in ("lhs", "rel", "rhs")}}
+                                        for i in dict.fromkeys(self.concluding)]}}
         if self.producer:
             doc["producer_checked"] = self.producer
         if meta:
@@ -147,7 +164,9 @@ def combine(title: str, docs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
             ids[s["id"]] = ch.step(s["eq"], s["claim"], rn(s["lhs"]), s["rel"], rn(s["rhs"]),
                                    [ids.get(u, u) for u in s.get("uses", ())])
         ch.producer += d.get("producer_checked", [])
-        conclusions.append(d["conclusion"])
+        conclusions.append(d["conclusion"]["text"])
+        ch.concluding += [ids[c["step"]] for c in d["conclusion"]["steps"]]
+        ch.instance += [ren[n] for n in d["statement"]["instance"]]
     ch.conclusion = " AND ".join(conclusions)
     return ch.document()
 
@@ -236,18 +255,20 @@ def minw_chain(n: int, N: int, W: int, sharp=None, family=None) -> Chain:
     ch.define("n", n), ch.define("N", N), ch.define("nN", mul("n", "N"))
     ch.define("lam", log2(mul("48", E, "nN")), "λ = log2(48e·nN)")
     ch.define("W", W, "the minimal W")
+    ch.instance += ["n", "N"]
     pos = ch.step("(96)", "λ = log2(48e·nN) > 0, so 9W²·λ is increasing in W ≥ 0", "lam", ">", "0")
-    ch.step("(96)", f"at W = {W}: nN ≤ 9W²·log2(48e·nN) (the bound allows W)", "nN", "<=",
-            mul("9", pw("W", 2), "lam"), [thm])
+    ch.concluding += [pos, ch.step("(96)", f"at W = {W}: nN ≤ 9W²·log2(48e·nN) (the bound allows W)", "nN", "<=",
+                                   mul("9", pw("W", 2), "lam"), [thm])]
     if W > 1:
-        ch.step("(96)", f"at W = {W - 1}: nN > 9W²·log2(48e·nN), hence at every W ≤ {W - 1}", "nN", ">",
-                mul("9", pw(sub("W", 1), 2), "lam"), [thm, pos])
+        ch.concluding.append(ch.step("(96)", f"at W = {W - 1}: nN > 9W²·log2(48e·nN), hence at every W ≤ {W - 1}",
+                                     "nN", ">", mul("9", pw(sub("W", 1), 2), "lam"), [thm, pos]))
     ch.define("W0", smallest_W_expr(), f"W of the smallest architecture {SMALLEST_LABEL} (eq. (92))")
     from .arch import smallest_W
 
     vac = W <= smallest_W("paper")
-    ch.step("(92)", f"min W (96) = {W} {'≤' if vac else '>'} W of the smallest architecture ({SMALLEST_LABEL})"
-            + (": VACUOUS, the bound rules out no architecture" if vac else ""), "W", "<=" if vac else ">", "W0")
+    ch.concluding.append(ch.step("(92)", f"min W (96) = {W} {'≤' if vac else '>'} W of the smallest architecture "
+                                 f"({SMALLEST_LABEL})" + (": VACUOUS, the bound rules out no architecture" if vac else ""),
+                                 "W", "<=" if vac else ">", "W0"))
     ch.conclusion = (f"every hardmax Transformer with W ≤ {W - 1} parameters fails to shatter any N = {N} sequences "
                      f"of length n = {n} with nN distinct tokens" + (" (vacuous: every architecture has W ≥ 10)"
                                                                      if vac else ""))
@@ -299,7 +320,7 @@ def sharp_steps(ch: Chain, n: int, N: int, sharp, family, convention: str = "pap
     a = sharp.arch
     P = sharp_log2_expr(ch, "opt.", a, a.L, convention)
     ch.step("(92)", f"the optimum {a.label()} has W = W*", "opt.W", "==", "Wsharp")
-    ch.step("(90)", f"{a.label()} is not ruled out: nN ≤ log2 Π", "nN", "<=", P)
+    ch.concluding.append(ch.step("(90)", f"{a.label()} is not ruled out: nN ≤ log2 Π", "nN", "<=", P))
     for shape in family.shapes():
         a1 = Architecture(*shape, 1)
         tag = "d{}m{}s{}H{}q{}".format(*shape)
@@ -315,8 +336,8 @@ def sharp_steps(ch: Chain, n: int, N: int, sharp, family, convention: str = "pap
         deepest = ch.step("(92)", f"{tag}: W(L = {Lc + 1}) ≥ W*, so L = {Lc} is the deepest member below W*",
                           ax.W(Lc + 1), ">=", "Wsharp")
         P = sharp_log2_expr(ch, tag + ".", ac, Lc, convention)
-        ch.step("(90)", f"{tag} at L = {Lc}: ruled out, nN > log2 Π (so at every L ≤ {Lc})", "nN", ">", P,
-                [mono, below, deepest])
+        ch.concluding.append(ch.step("(90)", f"{tag} at L = {Lc}: ruled out, nN > log2 Π (so at every L ≤ {Lc})",
+                                     "nN", ">", P, [mono, below, deepest]))
     ch.conclusion += (f"; by the sharp bound (90), every architecture of the family {family.describe()} with fewer than "
                       f"{Ws} parameters is ruled out, and {a.label()} (W = {Ws}) is not")
 
@@ -337,6 +358,7 @@ def chain_chain(arch: Architecture, n: int, N: int, convention: str = "paper") -
                                         "degrees (73)–(88) and counts (78), (83) of the polynomials on a cell of the "
                                         "partition, as in the paper's bookkeeping.", "(70)–(88)")
     ch.define("n", n), ch.define("N", N), ch.define("nN", mul("n", "N"))
+    ch.instance += ["n", "N"]
     for l in range(L + 1):
         ch.define(f"W_{l}", ax.W_l(l), "eq. (92)")
     ch.define("W", add(f"W_{L}", ax.e_out), "W = W_L + E_out")
@@ -440,8 +462,8 @@ def _decided_ruled_out(nN: int, name: str, ch: Chain) -> bool:
         if p > 1 << 14:
             raise ArithmeticError("undecided verdict")
     out = v.hi < nN
-    ch.step("verdict", f"shattering nN distinct tokens is {'RULED OUT' if out else 'not ruled out'} by {name}", "nN",
-            ">" if out else "<=", name)
+    ch.concluding.append(ch.step("verdict", f"shattering nN distinct tokens is {'RULED OUT' if out else 'not ruled out'}"
+                                 f" by {name}", "nN", ">" if out else "<=", name))
     return out
 
 
@@ -462,19 +484,21 @@ def next_token_min_chain(N: int, s: int, a: int, ch: Optional[Chain] = None) -> 
                     "for t arithmetic operations and comparisons per evaluation; t ≤ 3W + 3 for the reduced network, "
                     "so N ≤ 12W² + 20W.", "GJ")
     ch.define("N", N)
+    ch.instance.append("N")
     ch.define("lamN", log2(mul("48", E, "N")), "log2(48e·N)")
     ch.define("Wsc", s), ch.define("Wgj", a)
     pos = ch.step("(96')", "log2(48e·N) > 0, so (W + W²/8)·log2(48e·N) increases in W", "lamN", ">", "0")
     sc_rhs = lambda W: mul(add(W, div(pw(W, 2), "8")), "lamN")  # noqa: E731
-    ch.step("(96')", f"sign-count, W = {s}: N ≤ (W + W²/8)·log2(48e·N)", "N", "<=", sc_rhs("Wsc"), [sc])
+    ch.concluding += [pos, ch.step("(96')", f"sign-count, W = {s}: N ≤ (W + W²/8)·log2(48e·N)", "N", "<=",
+                                   sc_rhs("Wsc"), [sc])]
     if s > 1:
-        ch.step("(96')", f"sign-count, W = {s - 1}: N > (W + W²/8)·log2(48e·N)", "N", ">", sc_rhs(sub("Wsc", 1)),
-                [sc, pos])
+        ch.concluding.append(ch.step("(96')", f"sign-count, W = {s - 1}: N > (W + W²/8)·log2(48e·N)", "N", ">",
+                                     sc_rhs(sub("Wsc", 1)), [sc, pos]))
     gj_rhs = lambda W: add(mul("12", pw(W, 2)), mul("20", W))  # noqa: E731
-    ch.step("GJ", f"algorithm, W = {a}: N ≤ 12W² + 20W", "N", "<=", gj_rhs("Wgj"), [gj])
+    ch.concluding.append(ch.step("GJ", f"algorithm, W = {a}: N ≤ 12W² + 20W", "N", "<=", gj_rhs("Wgj"), [gj]))
     if a > 1:
-        ch.step("GJ", f"algorithm, W = {a - 1}: N > 12W² + 20W (increasing in W ≥ 0)", "N", ">", gj_rhs(sub("Wgj", 1)),
-                [gj])
+        ch.concluding.append(ch.step("GJ", f"algorithm, W = {a - 1}: N > 12W² + 20W (increasing in W ≥ 0)", "N", ">",
+                                     gj_rhs(sub("Wgj", 1)), [gj]))
     ch.step("case split", "the minimum is ≤ N (so W > N, where Lemma B.4's precondition may fail, is above it)",
             op("max", "Wsc", "Wgj"), "<=", "N")
     ch.define("W0", smallest_W_expr(), f"W of {SMALLEST_LABEL} (eq. (92))")
@@ -498,6 +522,7 @@ def next_token_arch_chain(arch: Architecture, N: int, convention: str = "paper")
     _common(ch)
     b4 = _lemma_b4(ch)
     ch.define("N", N)
+    ch.instance.append("N")
     for l in range(L + 1):
         ch.define(f"W_{l}", ax.W_l(l))
     ch.define("W", add(f"W_{L}", ax.e_out))
@@ -532,19 +557,20 @@ def next_token_arch_chain(arch: Architecture, N: int, convention: str = "paper")
     ch.step("(96')", "W + LW ≤ W + W²/8", add("W", mul(L, "W")), "<=", add("W", div(pw("W", 2), "8")))
     final = ch.define("final", mul(add("W", div(pw("W", 2), "8")), log2(mul("48", E, "N"))))
     if pre:
-        ch.step("(90)–(96')", "composed: log2 Π(factors) ≤ (W + W²/8)·log2(48e·N)", P, "<=", final)
+        ch.concluding.append(ch.step("(90)–(96')", "composed: log2 Π(factors) ≤ (W + W²/8)·log2(48e·N)", P, "<=", final))
     else:
-        ch.step("(96')", "precondition failed ⇒ W > N (case split)", "W", ">", "N")
-        ch.step("(96')", "trivial case: N ≤ (W + W²/8)·log2(48e·N)", "N", "<=", final)
+        ch.concluding.append(ch.step("(96')", "precondition failed ⇒ W > N (case split)", "W", ">", "N"))
+        ch.concluding.append(ch.step("(96')", "trivial case: N ≤ (W + W²/8)·log2(48e·N)", "N", "<=", final))
     # Goldberg–Jerrum: operation count t of the reduced network (exact count of W)
     d, m, s, H = (str(x) for x in (arch.d, arch.m, arch.s, arch.H))
     ex = ArchExpr(arch, "exact")
     ch.define("W_exact", ex.W())
     blk = add(mul(H, add(sub(mul("2", s, m), s), sub(mul("2", m, s), m), m)), mul("2", q, m), q, add(mul("2", m, q), m))
     ch.define("t", add(sub(mul("2", m, d), m), mul(L, blk), sub(mul("2", m), "1"), "1"), "operations per evaluation")
-    ch.step("GJ", "operations per evaluation t ≤ 3W + 3 (W = exact count)", "t", "<=", add(mul("3", "W_exact"), "3"))
-    ch.step("GJ", "4W(t + 2) ≤ 12W² + 20W", mul("4", "W_exact", add("t", "2")), "<=",
-            add(mul("12", pw("W_exact", 2)), mul("20", "W_exact")))
+    ch.concluding.append(ch.step("GJ", "operations per evaluation t ≤ 3W + 3 (W = exact count)", "t", "<=",
+                                 add(mul("3", "W_exact"), "3")))
+    ch.concluding.append(ch.step("GJ", "4W(t + 2) ≤ 12W² + 20W", mul("4", "W_exact", add("t", "2")), "<=",
+                                 add(mul("12", pw("W_exact", 2)), mul("20", "W_exact"))))
     ch.conclusion = f"every step of the Theorem B.2 sign-count chain holds for {arch.label()} at N = {N}"
     return ch
 
@@ -562,6 +588,7 @@ def bits_chain(pts: int, C: int, W: int, bf: int, be: int, T: int, label: str) -
                      "rationals (b ≥ 2; R(1) = 1) have exactmem bits ≤ b, and at most 4^{T−W}·C(T, W) vectors of W "
                      "rationals have bits summing to ≤ T.", "R4.4'")
     ch.define("pts", pts), ch.define("C", C), ch.define("W", W)
+    ch.instance += ["pts", "C", "W"]
     need = ch.define("need", mul("pts", log2("C")), "labelling bits N·log2 C")
     R = lambda b: add("3", mul(b - 2, pw("2", b))) if b >= 2 else "1"  # noqa: E731
     ch.step("R4.4", f"fixed format, b = {bf}: W·b ≥ labelling bits", mul("W", bf), ">=", need, [r44])
@@ -576,6 +603,7 @@ def bits_chain(pts: int, C: int, W: int, bf: int, be: int, T: int, label: str) -
     if T > W:
         ch.step("R4.4'", f"total bits, T = {T - 1}: log2(4^(T−W)·C(T,W)) < labelling bits (increasing in T)",
                 cap(sub("T", 1)), "<", need, [cnt])
+    ch.concluding += [x["id"] for x in ch.steps]  # every step is one of the three minima's two sides
     ch.conclusion = (f"memorizing every labelling of {label} with W = {W} parameters needs ≥ {bf} bits per weight in "
                      f"a fixed format, ≥ {be} exactmem bits per weight, ≥ {T} exactmem bits in total")
     return ch
@@ -587,6 +615,7 @@ def bits_only_chain(pts: int, C: int, label: str) -> Chain:
     ch.premise(KS + ", Remarks 4.4 and 4.6", "An architecture that realizes every one of the C^N labellings takes "
                "at least C^N distinct parameter vectors, i.e. log2 C^N = N·log2 C bits.", "R4.4")
     ch.define("pts", pts), ch.define("C", C)
-    ch.step("R4.4", "labelling bits N·log2 C ≥ 0", mul("pts", log2("C")), ">=", "0")
+    ch.instance += ["pts", "C"]
+    ch.concluding.append(ch.step("R4.4", "labelling bits N·log2 C ≥ 0", mul("pts", log2("C")), ">=", "0"))
     ch.conclusion = f"at least {pts}·log2 {C} bits"
     return ch

@@ -277,7 +277,7 @@ def _run(args) -> int:
 
             doc = next_token_min_chain(N, mw.sign_count, mw.algorithm).document()
             if args.arch:
-                doc = combine(doc["statement"] + "; and the chain for " + arch.label(),
+                doc = combine(doc["statement"]["text"] + "; and the chain for " + arch.label(),
                               [doc, next_token_arch_chain(arch, N, args.convention).document()])
             if args.reduction:
                 doc.setdefault("producer_checked", []).extend(

@@ -90,7 +90,9 @@ def lower_bound_page(doc: dict, name: str, limits):
     v = check_certificate(doc, limits=limits)  # MalformedCertificate propagates
     verdicts, note = step_verdicts(doc, limits)
     sections = [verdict_html(v)]
-    sections.append(f"<h2>Statement</h2><p>{esc(doc['statement'])}</p><p><b>conclusion:</b> {esc(doc['conclusion'])}</p>")
+    sections.append(f"<h2>Statement</h2><p>{esc(doc['statement']['text'])}</p><p><b>conclusion</b> (the producer's "
+                    f"words; the kernel's own rendering of the concluding steps is in the verdict above): "
+                    f"{esc(doc['conclusion']['text'])}</p>")
     prem = doc["premises"]
     sections.append(f"<h2>Premises ({len(prem)}): what a reader must trust</h2>"
                     + (table(["cite", "eq", "statement"], [[clip(p["cite"], 200), clip(p.get("eq", ""), 40),
@@ -128,4 +130,4 @@ def lower_bound_page(doc: dict, name: str, limits):
                         "the kernel.</p>" + table(["eq", "claim", "note"], [[clip(x["eq"], 40), clip(x["claim"], 300),
                                                                               clip(x.get("note", ""), 300)] for x in pc]))
     sub = f"{esc(name)} · format {esc(doc['format'])} v{esc(doc['version'])} · <span class=\"mono\">{esc(doc['hash'])}</span>"
-    return page("lower bound: " + clip(doc["statement"], 100), sub, sections), v
+    return page("lower bound: " + clip(doc["statement"]["text"], 100), sub, sections), v

@@ -1,7 +1,9 @@
-"""Lower-bound certificates, format ``exactmem-lower-bound`` v1 (kernel; ``docs/lower-bound-certificates.md``).
+"""Lower-bound certificates, format ``exactmem-lower-bound`` v2 (kernel; ``docs/lower-bound-certificates.md``).
 
-A certificate states a lower bound, cites the results it rests on (``premises``: what a reader
-must trust), names expressions (``definitions``) and lists ``steps``, each an exact relation
+A certificate states a lower bound (its ``statement``: the instance, names defined as exact numbers;
+its ``conclusion``: steps restated exactly, so what CERTIFIED prints is the kernel's rendering of
+checked relations, never the producer's words), cites the results it rests on (``premises``: what a
+reader must trust), names expressions (``definitions``) and lists ``steps``, each an exact relation
 ``lhs rel rhs`` between expressions of integers, rationals, + − × ÷, integer powers, ln, log2,
 e, exp, √, floor/ceil, min/max, binom and the Euler–Maclaurin sum ``em_sum``. :func:`check_lower_bound`
 validates the document and its hash, then evaluates every step in rational interval arithmetic
@@ -20,7 +22,7 @@ from .enclosure import Interval, Undecided, e_interval, exp_bound, ln2, ln_point
 from .limits import DEFAULT_MAX_PRECISION, LimitExceeded
 from .fields import MalformedCertificate, _list, _obj, _str, bad, integer, jtype
 from .schema import canonical_hash
-from .text import fmt, parse_int
+from .text import fmt, parse_int, short
 from .verdict import Verdict
 
 # ------------------------------------------------------------ the rational interval operations
@@ -238,7 +240,7 @@ def em_sum(al: Fraction, be: Fraction, ga: Fraction, de: Fraction, a: int, b: in
     return fit(sum(x.lo for x in parts), sum(x.hi for x in parts), p, budget)
 
 
-FORMAT, VERSION = "exactmem-lower-bound", 1
+FORMAT, VERSION = "exactmem-lower-bound", 2  # 2: statement and conclusion are formal (version 1's were words)
 START_PRECISION = 64
 MAX_DEPTH = 48  # nesting of one expression
 MAX_NODES = 1_000_000  # operator and leaf nodes in the whole certificate
@@ -313,7 +315,8 @@ def parse_lower_bound(doc, budget) -> dict:
         raise MalformedCertificate(f"content cannot be serialised canonically: {type(e).__name__}") from None
     if actual != doc["hash"]:
         bad("hash", f"wrong hash: the file says {doc['hash']} but its content hashes to {actual}")
-    _str(doc["statement"], "statement"), _str(doc["conclusion"], "conclusion")
+    _str(_obj(doc["statement"], "statement", ("text", "instance"))["text"], "statement.text")
+    _str(_obj(doc["conclusion"], "conclusion", ("text", "steps"))["text"], "conclusion.text")
     cites = {_texts(p, f"premises[{i}]", ("cite", "statement"), ("eq",))["cite"]
              for i, p in enumerate(_list(doc["premises"], "premises"))}
     for i, p in enumerate(_list(doc.get("producer_checked", []), "producer_checked")):
@@ -343,7 +346,82 @@ def parse_lower_bound(doc, budget) -> dict:
                 bad(f"{where}.uses[{j}]", f"{u[:40]!r} is neither an earlier step's id nor a premise's cite")
         ids.add(s["id"])
         steps.append((s, rd.expr(s["lhs"], f"{where}.lhs"), s["rel"], rd.expr(s["rhs"], f"{where}.rhs")))
-    return {"defs": defs, "steps": steps, "cap": cap}
+    return {"defs": defs, "steps": steps, "cap": cap, "instance": _instance(doc, dict(defs), rd),
+            "concludes": _concludes(doc, {s["id"]: s for s, _, _, _ in steps})}
+
+
+def _instance(doc, defs: dict, rd) -> list:
+    """``statement.instance``: each name is a definition that is exactly this number (so the instance
+    the kernel prints is the one the steps use); [(name, value)]."""
+    out = []
+    for name, v in _obj(doc["statement"]["instance"], "statement.instance", (), None).items():
+        value = rd.number(_str(v, f"statement.instance.{name[:40]}"), f"statement.instance.{name[:40]}")
+        if defs.get(name) != value:
+            bad(f"statement.instance.{name[:40]}", f"{name[:40]!r} is not a definition whose expression is {short(v)}")
+        out.append((name, value))
+    return out
+
+
+def _concludes(doc, steps: dict) -> list:
+    """``conclusion.steps``: each item restates a step (its id, lhs, rel and rhs, exactly): the
+    conclusion the kernel prints is a checked step, never the producer's words."""
+    out = []
+    for i, c in enumerate(_list(doc["conclusion"]["steps"], "conclusion.steps", nonempty=True)):
+        path = f"conclusion.steps[{i}]"
+        sid = _str(_obj(c, path, ("step", "lhs", "rel", "rhs"))["step"], f"{path}.step")
+        s = steps.get(sid)
+        if s is None or any(c[k] != s[k] for k in ("lhs", "rel", "rhs")):
+            bad(path, f"does not restate a step: {sid[:40]!r} " + ("is no step's id" if s is None else
+                                                                  "has another relation or other sides"))
+        out.append(s)
+    return out
+
+
+INFIX = {"+": " + ", "-": " - ", "*": "·", "/": "/"}
+PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
+
+
+def render(e, names: set, room: int = 160) -> str:
+    """An expression as text (infix + − · /, a^k, f(args)), numbers abbreviated, cut at ``room``
+    characters; the defined names it mentions are added to ``names``."""
+    if isinstance(e, str):
+        if not _RATIONAL.fullmatch(e):
+            names.add(e)
+        return short(e)
+    op, args = e[0], e[1:]
+    if not args:
+        return op
+    if op == "^":
+        text = f"{_operand(args[0], names, room, 3)}^{args[1]}"
+    elif op in INFIX and len(args) > 1:
+        text = INFIX[op].join(_operand(a, names, room, PRECEDENCE[op] + (i > 0 and op in "-/"))
+                              for i, a in enumerate(args))
+    else:
+        text = f"{'-' if op == '-' else op}({', '.join(render(a, names, room) for a in args)})"
+    return text if len(text) <= room else text[:room] + "…"
+
+
+def _operand(e, names: set, room: int, binds: int) -> str:
+    """An argument of an operator that binds ``binds`` tightly, parenthesised when it binds looser."""
+    text = render(e, names, room)
+    loose = isinstance(e, list) and e[0] in INFIX and len(e) > 2 and PRECEDENCE[e[0]] < binds
+    return f"({text})" if loose else text
+
+
+def conclusion_text(cert: dict) -> str:
+    """What a CERTIFIED lower bound proves, rendered by the kernel: the instance, each concluding
+    step's relation, and the value of every name they mention that is defined as a number."""
+    names, rels = set(), []
+    for s in cert["concludes"][:6]:
+        rels.append(f"{render(s['lhs'], names)} {s['rel']} {render(s['rhs'], names)} ({s['id']}, {s['eq']})")
+    more = len(cert["concludes"]) - len(rels)
+    consts = {n: e for n, e in cert["defs"] if isinstance(e, Fraction)}
+    shown = {n for n, _ in cert["instance"]}
+    where = [f"{n} = {fmt(consts[n])}" for n in sorted(names) if n in consts and n not in shown]
+    inst = ", ".join(f"{n} = {fmt(v)}" for n, v in cert["instance"])
+    return (f"at {inst}: " if inst else "") + "; ".join(rels) + (f"; and {more} more concluding step(s)" if more
+                                                                 else "") + (f" — where {', '.join(where)}" if where
+                                                                             else "")
 
 
 def evaluate(e, env: dict, p: int, budget):
@@ -435,7 +513,7 @@ def check_lower_bound(doc: dict, budget):
                 n, extra = len(cert["steps"]), len(doc.get("producer_checked", []))
                 return Verdict("CERTIFIED", None, f"lower bound: all {n} steps hold, from {len(doc['premises'])} cited "
                                "premises" + (f"; {extra} further step(s) were checked by the producer only, not by "
-                                             "this kernel" if extra else "") + f" — {doc['conclusion']}", p)
+                                             "this kernel" if extra else "") + f"; it concludes {conclusion_text(cert)}", p)
             if p >= cert["cap"]:
                 s = left[0][0]
                 return Verdict("UNKNOWN", _witness(s, p), f"{len(left)} step(s) undecided at the maximum precision of "

@@ -64,7 +64,7 @@ def cert_next_token(p):
     if "arch" not in p:
         return doc
     a = parse_architecture(p["arch"])
-    return combine(doc["statement"] + "; and the chain for " + a.label(), [doc, next_token_arch_chain(a, p["N"]).document()])
+    return combine(doc["statement"]["text"] + "; and the chain for " + a.label(), [doc, next_token_arch_chain(a, p["N"]).document()])
 
 
 def cert_bits(p):

@@ -65,6 +65,7 @@ def proposition1(p: Dict[str, Any]) -> Dict[str, Any]:
             [pre])
     _ = det
     _producer(ch, rep, lambda s: "minor" in s.claim)
+    ch.conclude_with_every_step("N", "S", "d")
     ch.conclusion = (f"the centred exponent matrix has rank ≥ {d + 1}: no Transformer of embedding dimension {d} "
                      "memorizes the family exactly (d_KL > 0)")
     return ch.document()
@@ -94,6 +95,7 @@ def theorem2(p: Dict[str, Any]) -> Dict[str, Any]:
                                                                        else ""),
             "d_min", ">=" if vac else "<", sub("N", "1"), [thm, prop2])
     _producer(ch, rep, lambda s: "paper's C = √" in s.claim or "d_min" in s.claim)
+    ch.conclude_with_every_step("N", "S", "d")
     ch.conclusion = (f"at N = {N}, d = {d}: C {'<' if below else '>'} 1/2, and Theorem 2 is "
                      f"{'vacuous' if vac else 'not vacuous'} for this N")
     return ch.document()
@@ -251,6 +253,7 @@ def theorem3(p: Dict[str, Any]) -> Dict[str, Any]:
                 DB.logit_range(lg), "<=", add(worst, op("ln", div(2 * n0, delta)), Fraction(1, 2 ** 59),
                                              Fraction(1, 2 ** 39)), [thm])
         ch.step("(17)", f"δ = {delta}: d_KL(π, f_δ) ≤ δ (π₀ = π)", add(*kl), "<=", delta, [thm])
+    ch.conclude_with_every_step("N", "S", "d")
     ch.conclusion = ("the family f_δ meets eq. (15) with c = 1/4, Lemma 4's range bound and d_KL(π, f_δ) ≤ δ at every "
                      "δ checked")
     return ch.document()
@@ -381,6 +384,7 @@ def theorem2_small_d_chain(name: str) -> Chain:
     ch.by_producer("Thm 2 (W)", f"‖WWᵀ − I‖_max = {c} for the explicit W ({N} × {d}; exact, over the N² entries)")
     ch.by_producer("classes", f"the {N} sequences fall into {len(classes)} classes with the listed (a_j, π_j, "
                    "multiplicity); each class's multiplicities sum to N − 1 (exact count)")
+    ch.conclude_with_every_step("N", "S", "d")
     ch.conclusion = (f"at N = {N}, d = {d} < N − 1: d_KL(π, L) > 0, and d_KL(π, L) ≤ d_KL(π, f_λ̃) ≤ the right-hand "
                      f"side with C = c = {c}" + ("; the paper's C < 1/2 and its bound holds" if below else
                                                  "; with the paper's C > 1/2 the printed right-hand side is negative"))
@@ -589,6 +593,7 @@ def theorem3_small_d_chain(name: str, lower_budget: int = 300) -> Chain:
     if lower is not None:
         ch.by_producer("Lemma 1", f"L = {lower['lower']} ≤ d_KL(π′, L(N′,S,d)) (branch and bound over normals, "
                        f"{lower['evaluations']} boxes, Arb)")
+    ch.conclude_with_every_step("N", "S", "d")
     ch.conclusion = (f"at N = {N}, S = {S}, d = {d}: d_KL(π, M) ≥ L > 0, π₀ ∈ M with c = 2^-{cexp}, α = {alpha}, "
                      f"d_KL(π, M) ≤ d_KL(π, π₀); Theorem 3's bound holds on T* with the proof's constants for "
                      f"ε ∈ {{{', '.join(str(e) for e in inst['eps'])}}}")
