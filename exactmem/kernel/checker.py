@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Callable, Iterable, List, Optional, Tuple
 
 from .evaluate import Softmax2Fault, Undecided, exact_prefix, interval_suffix
+from .fields import unexpected  # noqa: F401 (re-exported: the command's one-line errors)
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES, DataFacts
 from .graph import run_graph
 from .limits import DEFAULT_MAX_PRECISION, Budget, LimitExceeded, Limits
@@ -315,8 +316,21 @@ def check_certificate(doc: dict, max_precision: Optional[int] = None, *, limits:
     """Validate ``doc`` (MalformedCertificate if invalid or over a size limit), verify its hash,
     check the claims and re-derive every example, within ``limits`` (default: ``Limits()``).
     A version-2 (chunked) certificate needs ``read_chunk`` (see ``chunkfiles.chunk_reader``).
-    A lower-bound certificate (format ``exactmem-lower-bound``) goes to :mod:`lowerbound`."""
+    A lower-bound certificate (format ``exactmem-lower-bound``) goes to :mod:`lowerbound`. Any other
+    exception of the kernel (a bug, or an input no check foresaw) becomes MalformedCertificate, one
+    line naming where; MemoryError and RecursionError pass through for the caller to report."""
     budget = budget or Budget(limits)
+    try:
+        return _check(doc, max_precision, budget, read_chunk)
+    except LimitExceeded as x:
+        return Verdict("UNKNOWN", None, f"{x}; no refutation found", None, {}, x.limit)
+    except (MalformedCertificate, MemoryError, RecursionError):
+        raise
+    except Exception as e:
+        raise MalformedCertificate(unexpected(e, "while checking the certificate")) from None
+
+
+def _check(doc, max_precision, budget: Budget, read_chunk) -> Verdict:
     if isinstance(doc, dict) and doc.get("format") == LOWER_BOUND_FORMAT:
         from .lowerbound import check_lower_bound
         return check_lower_bound(doc, budget)

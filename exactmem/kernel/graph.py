@@ -20,7 +20,8 @@ from operator import add, mul, sub
 from types import SimpleNamespace
 
 from .enclosure import Undecided, cdiv, erf_fx, exp_fx, phi_fx, sigmoid_fx, sqrt_bound, tanh_fx
-from .fields import MalformedCertificate, _list, _obj, _str, bad, integer
+from .fields import MalformedCertificate, _list, _obj, _str, bad, integer, unexpected
+from .limits import LimitExceeded
 
 EXACT_SCALE = 1100  # a dyadic constant over at most 2^1100 is held exactly; others are rounded per precision
 REQUIRED = object()
@@ -537,6 +538,10 @@ def run_graph(G: Graph, x, tokens: bool, F: int, budget, position: str):
             need(len(r) == len(outs), f"{len(r)} outputs, the node names {len(outs)}")
         except ShapeError as e:
             raise MalformedCertificate(f"model.graph.nodes[{i}] ({op}): {e} (for an input of length {n})") from None
+        except (LimitExceeded, MalformedCertificate, Undecided, MemoryError, RecursionError):
+            raise
+        except Exception as e:  # whatever else an op raises: malformed, naming the node
+            raise MalformedCertificate(unexpected(e, f"model.graph.nodes[{i}] ({op}), input of length {n}")) from None
         for name, t in zip(outs, r):
             budget.value(max(map(int.bit_length, t.lo + ([] if t.hi is t.lo else t.hi)), default=0),
                          f"a value of model.graph.nodes[{i}] ({op})")

@@ -83,4 +83,4 @@ class Budget:
 
     def value(self, bits: int, what: str) -> None:
         if bits > self.limits.max_value_bits:
-            raise LimitExceeded("max_value_bits", f"{what} needs {bits} bits, more than {self.limits.max_value_bits}")
+            raise LimitExceeded("max_value_bits", f"{what} needs {fmt(bits)} bits, more than {self.limits.max_value_bits}")
