@@ -69,6 +69,14 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "for the pure kernel; shards of 12,500 examples or more for --engine fast)")
     ap.add_argument("--max-value-bits", default=None, metavar="N",
                     help=f"most bits of an intermediate value or softmax2 score spread (default {d.max_value_bits:,})")
+    ap.add_argument("--max-elements", default=None, metavar="N",
+                    help=f"most elements of one tensor of a graph model, a zero dimension counted as 1 "
+                         f"(default {d.max_elements:,})")
+    ap.add_argument("--max-total-elements", default=None, metavar="N",
+                    help=f"most elements of all tensors of one graph evaluation (default {d.max_total_elements:,})")
+    ap.add_argument("--max-tensor-bits", default=None, metavar="N",
+                    help=f"most bits held by all tensors of one graph evaluation, elements times widest value "
+                         f"(default {d.max_tensor_bits:,})")
 
 
 def add_cluster_arguments(ap: argparse.ArgumentParser) -> None:
@@ -83,7 +91,8 @@ def add_cluster_arguments(ap: argparse.ArgumentParser) -> None:
 def limits_from_args(args) -> Limits:
     """The verifier's Limits from parsed ``check`` arguments (defaults where not given)."""
     kw = {k: _positive(getattr(args, k), "--" + k.replace("_", "-"))
-          for k in ("max_precision", "max_digits", "max_bytes", "max_value_bits") if getattr(args, k) is not None}
+          for k in ("max_precision", "max_digits", "max_bytes", "max_value_bits", "max_elements", "max_total_elements",
+                    "max_tensor_bits") if getattr(args, k) is not None}
     if args.time_limit is not None:
         kw["time_limit"] = _seconds(args.time_limit)
     try:

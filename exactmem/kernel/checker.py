@@ -208,7 +208,7 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
     order: the first refutation, else UNKNOWN if any is undecided or a limit stops the check, else
     CERTIFIED (for these examples; the claims are checked apart). Each example joins ``facts``
     before it is evaluated: an input seen before with another label is REFUTED at once."""
-    used, undecided, notes, m, todo = None, [], [], cert.measured, list(examples)
+    used, undecided, notes, m, todo, hit = None, [], [], cert.measured, list(examples), "max_value_bits"
     for done, e in enumerate(todo):
         g = e + cert.first
         if budget.on_example is not None:
@@ -236,7 +236,7 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
             if x.limit == "time_limit":
                 return Verdict("UNKNOWN", None, f"{x} after {done} of {len(todo)} examples; no refutation found "
                                                 f"among them", used, m, x.limit)
-            status, p = "undecided", None
+            status, p, hit = "undecided", None, hit if notes else x.limit
             notes.append(f"example {g}: {x}")
         used = p if used is None or (p is not None and p > used) else used
         if status == "pass" and facts is not None:
@@ -255,7 +255,7 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
     at = f" at precision {cap}" if cert.softmax_at is not None else ""
     msg = f"{len(undecided)} of {len(todo)} examples undecided{at} (examples {shown})"
     if notes:  # some examples hit the value limit
-        msg, limit = msg + f"; {'; '.join(notes[:3])}" + ("; ..." if len(notes) > 3 else ""), "max_value_bits"
+        msg, limit = msg + f"; {'; '.join(notes[:3])}" + ("; ..." if len(notes) > 3 else ""), hit
     else:
         msg, limit = str(LimitExceeded("max_precision", msg)), "max_precision"
     return Verdict("UNKNOWN", None, f"{msg}; no refutation found", used, m, limit)
