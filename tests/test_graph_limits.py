@@ -102,3 +102,26 @@ def test_limits_are_options_of_check(tmp_path):
     r = subprocess.run([sys.executable, "-m", "exactmem", "check", str(p), "--max-elements", "100",
                         "--time-limit", "20"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "max_elements" in r.stdout and "--max-elements" in r.stdout, r.stdout + r.stderr
+
+
+def test_an_ints_lookup_table_read_as_values_is_counted_as_parameters():
+    """Issue 38, item 4: a 32-entry lookup table in an ``ints`` constant (Gather's data) memorizes 6 of 6
+    examples; its entries are parameters (n_params, max_bits), not free structure. As Gather's indices,
+    Reshape's shape and the like, an ints constant stays uncounted."""
+    from exactmem.kernel.schema import parse_certificate
+    labels = [k % 2 for k in range(32)]
+    table = [v for lab in labels for v in ((1, 0) if lab == 0 else (0, 1))]
+    g = graph({"t": ints([32, 2], table), "z": values([], [0])},
+              [node("Gather", ["t", "x"], "g"), node("Add", ["g", "z"], "y")])
+    inputs = [[k] for k in (3, 8, 13, 20, 27, 30)]
+    claim = {"quantity": "n_params", "op": "<=", "bound": "1"}
+    d = doc(g, inputs, [labels[k] for [k] in inputs], ["pass"] * 6, inp={"type": "tokens", "vocab": 32}, claims=[claim])
+    m = parse_certificate(d).measured
+    assert m["n_params"] == 1 + 64 and m["max_bits"] == 2
+    code, out, err, _ = check(d)
+    assert code == 1 and "claim n_params <= 1 fails: measured n_params = 65" in out, out + err
+    g["nodes"][0]["inputs"] = ["w", "x"]  # the same table as 'values': the same count
+    g["constants"]["w"] = values([32, 2], table)
+    del g["constants"]["t"]
+    assert parse_certificate(doc(g, inputs, [labels[k] for [k] in inputs], ["pass"] * 6,
+                                 inp={"type": "tokens", "vocab": 32})).measured["n_params"] == 65

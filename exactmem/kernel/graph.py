@@ -24,6 +24,7 @@ from .fields import MalformedCertificate, _list, _obj, _str, bad, integer, unexp
 from .limits import LimitExceeded
 
 EXACT_SCALE = 1100  # a dyadic constant over at most 2^1100 is held exactly; others are rounded per precision
+INDEX_INPUTS = {"Gather": (1,), "Where": (0,), "Pow": (1,)}  # besides OPS's int-constant inputs: where ints may go
 MAX_RANK, MAX_OUTPUTS = 64, 4096  # of a tensor, of a node (docs/verify-format.md): keeps shape work linear
 REQUIRED = object()
 
@@ -558,6 +559,11 @@ def parse_graph(g, rd):
             bad(f"{p}.inputs[0]", "the condition of Where must be a constant of 0/1 ints")
         G.nodes.append((op, fn, ins, outs, a))
         counts[op] = counts.get(op, 0) + 1
+    read = {v for op, _, ins, _, _ in G.nodes for k, v in enumerate(ins)  # ints constants read as values
+            if isinstance(G.consts.get(v), T) and G.consts[v].ints and k not in OPS[op][4] + INDEX_INPUTS.get(op, ())}
+    for v in sorted(read):  # ... are parameters like 'values' (n_params, max_bits): no uncounted lookup tables
+        tick()
+        rd.params.extend(map(Fraction, G.consts[v].lo))
     if G.output not in defined:
         bad(f"{P}.output", f"{G.output[:40]!r} is not defined")
     return G, {"width": width, "relu_depth": counts.get("Relu", 0) + counts.get("Gelu", 0),
