@@ -25,7 +25,7 @@ from .limits import LimitExceeded
 
 EXACT_SCALE = 1100  # a dyadic constant over at most 2^1100 is held exactly; others are rounded per precision
 INDEX_INPUTS = {"Gather": (1,), "Where": (0,), "Pow": (1,)}  # besides OPS's int-constant inputs: where ints may go
-MAX_RANK, MAX_OUTPUTS = 64, 4096  # of a tensor, of a node (docs/verify-format.md): keeps shape work linear
+MAX_RANK, MAX_OUTPUTS = 64, 4096  # of a node's outputs (docs/verify-format.md): keeps shape work linear
 REQUIRED = object()
 
 
@@ -508,9 +508,7 @@ def parse_graph(g, rd):
         key = "ints" if "ints" in _obj(c, p, ("shape",), ("values", "ints")) else "values"
         if ("ints" in c) == ("values" in c):
             bad(p, "needs exactly one of 'values' and 'ints'")
-        if len(_list(c["shape"], f"{p}.shape")) > MAX_RANK:
-            bad(f"{p}.shape", f"rank {len(c['shape'])}, more than {MAX_RANK}")
-        shape = tuple(integer(v, f"{p}.shape[{i}]", 0) for i, v in enumerate(c["shape"]))
+        shape = tuple(integer(v, f"{p}.shape[{i}]", 0) for i, v in enumerate(_list(c["shape"], f"{p}.shape")))
         held = rd.budget.room(span(shape), held, f"{p} (shape with zero dimensions counted as 1)")  # before reading it
         xs, vals = _list(c[key], f"{p}.{key}", prod(shape)), []
         for j in range(0, len(xs), 4096 if key == "ints" else 1):  # a value may have up to max_digits digits
