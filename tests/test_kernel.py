@@ -27,8 +27,8 @@ CLI_DIR = ROOT / "exactmem" / "cli"
 # What each kind of verdict rests on: the kernel files whose code runs when a certificate of that kind
 # is checked (test_each_verdict_runs_only_its_trusted_base traces it); docs/certificate.md states them.
 BASES = {
-    "layer-model": ("text.py", "limits.py", "verdict.py", "fields.py", "linear.py", "schema.py", "enclosure.py", "evaluate.py",
-                    "checker.py", "facts.py"),
+    "layer-model": ("text.py", "limits.py", "verdict.py", "fields.py", "linear.py", "schema.py", "layerschema.py",
+                    "enclosure.py", "evaluate.py", "checker.py", "facts.py"),
     "graph-model": ("text.py", "limits.py", "verdict.py", "fields.py", "schema.py", "enclosure.py", "checker.py", "facts.py",
                     "graph.py"),
     "lower-bound": ("text.py", "limits.py", "verdict.py", "fields.py", "schema.py", "enclosure.py", "checker.py",

@@ -14,7 +14,7 @@ import sys
 from fractions import Fraction
 from typing import List, Optional
 
-from ..kernel.checker import MalformedCertificate, check_certificate, load_certificate
+from ..kernel.checker import MalformedCertificate, check_certificate, load_certificate, unexpected
 from ..certificate.chunkfiles import chunk_reader
 from ..kernel.limits import Budget, Limits
 
@@ -69,6 +69,14 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "for the pure kernel; shards of 12,500 examples or more for --engine fast)")
     ap.add_argument("--max-value-bits", default=None, metavar="N",
                     help=f"most bits of an intermediate value or softmax2 score spread (default {d.max_value_bits:,})")
+    ap.add_argument("--max-elements", default=None, metavar="N",
+                    help=f"most elements of one tensor of a graph model, a zero dimension counted as 1 "
+                         f"(default {d.max_elements:,})")
+    ap.add_argument("--max-total-elements", default=None, metavar="N",
+                    help=f"most elements of all tensors of one graph evaluation (default {d.max_total_elements:,})")
+    ap.add_argument("--max-tensor-bits", default=None, metavar="N",
+                    help=f"most bits held by all tensors of one graph evaluation, elements times widest value "
+                         f"(default {d.max_tensor_bits:,})")
 
 
 def add_cluster_arguments(ap: argparse.ArgumentParser) -> None:
@@ -83,7 +91,8 @@ def add_cluster_arguments(ap: argparse.ArgumentParser) -> None:
 def limits_from_args(args) -> Limits:
     """The verifier's Limits from parsed ``check`` arguments (defaults where not given)."""
     kw = {k: _positive(getattr(args, k), "--" + k.replace("_", "-"))
-          for k in ("max_precision", "max_digits", "max_bytes", "max_value_bits") if getattr(args, k) is not None}
+          for k in ("max_precision", "max_digits", "max_bytes", "max_value_bits", "max_elements", "max_total_elements",
+                    "max_tensor_bits") if getattr(args, k) is not None}
     if args.time_limit is not None:
         kw["time_limit"] = _seconds(args.time_limit)
     try:
@@ -140,31 +149,45 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.workers < 1 or (args.shards is not None and args.shards < 1):
             raise _UsageError("--workers and --shards must be at least 1")
         if args.workers > 1 or args.scheduler:
-            verdict = _sharded(args, limits)
+            run = lambda: _sharded(args, limits)  # noqa: E731
         else:
             budget = Budget(limits)  # the clock runs from here: reading the file counts
-            verdict = check(load_certificate(args.cert, limits), budget=budget,
-                            read_chunk=chunk_reader(os.path.dirname(os.path.abspath(args.cert)), limits))
+            run = lambda: check(load_certificate(args.cert, limits), budget=budget,  # noqa: E731
+                                read_chunk=chunk_reader(os.path.dirname(os.path.abspath(args.cert)), limits))
     except _UsageError as e:
         print(f"exactmem: error: {e}", file=sys.stderr)
-        return 3
-    except MalformedCertificate as e:
-        print(f"exactmem: error: malformed certificate: {' '.join(str(e).split())}", file=sys.stderr)
-        return 3
-    except (RecursionError, MemoryError) as e:
-        print(f"exactmem: error: cannot check certificate {args.cert}: {type(e).__name__} (the file nests or "
-              f"grows past what this process can hold)", file=sys.stderr)
         return 3
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    if args.json:
-        print(json.dumps(verdict.to_json(), sort_keys=True))
-    else:
-        print(f"{verdict.status}: {verdict.message}")
-        if verdict.witness is not None:
-            print("witness: " + json.dumps(verdict.witness, sort_keys=True))
-    return verdict.exit_code
+    code, out, err = answer(run, args.json, args.cert)
+    if err:
+        print(err, file=sys.stderr)
+    if out:
+        print(out)
+    return code
+
+
+def answer(run, as_json: bool = False, name: str = "the certificate"):
+    """(exit code, stdout text, stderr line) of one check: ``run()`` gives the kernel's Verdict. The one
+    place the command runs the kernel: whatever it raises (but Ctrl-C: exit 130) is one line, exit 3."""
+    try:
+        verdict = run()
+        if as_json:
+            return verdict.exit_code, json.dumps(verdict.to_json(), sort_keys=True), ""
+        wit = "" if verdict.witness is None else "\nwitness: " + json.dumps(verdict.witness, sort_keys=True)
+        return verdict.exit_code, f"{verdict.status}: {verdict.message}{wit}", ""
+    except _UsageError as e:
+        return 3, "", f"exactmem: error: {e}"
+    except MalformedCertificate as e:
+        return 3, "", f"exactmem: error: malformed certificate: {' '.join(str(e).split())}"
+    except (RecursionError, MemoryError) as e:
+        return 3, "", (f"exactmem: error: cannot check certificate {name}: {type(e).__name__} (the file nests or "
+                       f"grows past what this process can hold; lower --max-elements or --max-tensor-bits)")
+    except KeyboardInterrupt:
+        return 130, "", "interrupted"
+    except Exception as e:  # a bug, or an input no check foresaw: still one line, never a traceback
+        return 3, "", f"exactmem: error: malformed certificate: {unexpected(e, 'while checking ' + name)}"
 
 
 if __name__ == "__main__":

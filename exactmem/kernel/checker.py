@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Callable, Iterable, List, Optional, Tuple
 
 from .evaluate import Softmax2Fault, Undecided, exact_prefix, interval_suffix
+from .fields import unexpected  # noqa: F401 (re-exported: the command's one-line errors)
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES, DataFacts
 from .graph import run_graph
 from .limits import DEFAULT_MAX_PRECISION, Budget, LimitExceeded, Limits
@@ -207,7 +208,7 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
     order: the first refutation, else UNKNOWN if any is undecided or a limit stops the check, else
     CERTIFIED (for these examples; the claims are checked apart). Each example joins ``facts``
     before it is evaluated: an input seen before with another label is REFUTED at once."""
-    used, undecided, notes, m, todo = None, [], [], cert.measured, list(examples)
+    used, undecided, notes, m, todo, hit = None, [], [], cert.measured, list(examples), "max_value_bits"
     for done, e in enumerate(todo):
         g = e + cert.first
         if budget.on_example is not None:
@@ -235,7 +236,7 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
             if x.limit == "time_limit":
                 return Verdict("UNKNOWN", None, f"{x} after {done} of {len(todo)} examples; no refutation found "
                                                 f"among them", used, m, x.limit)
-            status, p = "undecided", None
+            status, p, hit = "undecided", None, hit if notes else x.limit
             notes.append(f"example {g}: {x}")
         used = p if used is None or (p is not None and p > used) else used
         if status == "pass" and facts is not None:
@@ -254,7 +255,7 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
     at = f" at precision {cap}" if cert.softmax_at is not None else ""
     msg = f"{len(undecided)} of {len(todo)} examples undecided{at} (examples {shown})"
     if notes:  # some examples hit the value limit
-        msg, limit = msg + f"; {'; '.join(notes[:3])}" + ("; ..." if len(notes) > 3 else ""), "max_value_bits"
+        msg, limit = msg + f"; {'; '.join(notes[:3])}" + ("; ..." if len(notes) > 3 else ""), hit
     else:
         msg, limit = str(LimitExceeded("max_precision", msg)), "max_precision"
     return Verdict("UNKNOWN", None, f"{msg}; no refutation found", used, m, limit)
@@ -315,8 +316,21 @@ def check_certificate(doc: dict, max_precision: Optional[int] = None, *, limits:
     """Validate ``doc`` (MalformedCertificate if invalid or over a size limit), verify its hash,
     check the claims and re-derive every example, within ``limits`` (default: ``Limits()``).
     A version-2 (chunked) certificate needs ``read_chunk`` (see ``chunkfiles.chunk_reader``).
-    A lower-bound certificate (format ``exactmem-lower-bound``) goes to :mod:`lowerbound`."""
+    A lower-bound certificate (format ``exactmem-lower-bound``) goes to :mod:`lowerbound`. Any other
+    exception of the kernel (a bug, or an input no check foresaw) becomes MalformedCertificate, one
+    line naming where; MemoryError and RecursionError pass through for the caller to report."""
     budget = budget or Budget(limits)
+    try:
+        return _check(doc, max_precision, budget, read_chunk)
+    except LimitExceeded as x:
+        return Verdict("UNKNOWN", None, f"{x}; no refutation found", None, {}, x.limit)
+    except (MalformedCertificate, MemoryError, RecursionError):
+        raise
+    except Exception as e:
+        raise MalformedCertificate(unexpected(e, "while checking the certificate")) from None
+
+
+def _check(doc, max_precision, budget: Budget, read_chunk) -> Verdict:
     if isinstance(doc, dict) and doc.get("format") == LOWER_BOUND_FORMAT:
         from .lowerbound import check_lower_bound
         return check_lower_bound(doc, budget)

@@ -11,6 +11,12 @@ class MalformedCertificate(Exception):
     """The file is not a valid certificate (or exceeds a size limit); the message names why."""
 
 
+def unexpected(e: Exception, where: str) -> str:
+    """One line for an exception no check foresaw: where, its type, its text (cut short)."""
+    text = " ".join(str(e).split())
+    return f"{where}: the kernel met {type(e).__name__}" + (f" ({text[:200]})" if text else "")
+
+
 def jtype(x) -> str:
     """A short description of a JSON value for messages."""
     if x is None or isinstance(x, bool):

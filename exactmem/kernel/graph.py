@@ -20,9 +20,12 @@ from operator import add, mul, sub
 from types import SimpleNamespace
 
 from .enclosure import Undecided, cdiv, erf_fx, exp_fx, phi_fx, sigmoid_fx, sqrt_bound, tanh_fx
-from .fields import MalformedCertificate, _list, _obj, _str, bad, integer
+from .fields import MalformedCertificate, _list, _obj, _str, bad, integer, unexpected
+from .limits import LimitExceeded
 
 EXACT_SCALE = 1100  # a dyadic constant over at most 2^1100 is held exactly; others are rounded per precision
+INDEX_INPUTS = {"Gather": (1,), "Where": (0,), "Pow": (1,)}  # besides OPS's int-constant inputs: where ints may go
+MAX_RANK, MAX_OUTPUTS = 64, 4096  # of a node's outputs (docs/verify-format.md): keeps shape work linear
 REQUIRED = object()
 
 
@@ -44,15 +47,15 @@ def need(ok, msg: str):
         raise ShapeError(msg)
 
 
-def from_fracs(shape, xs, F):
+def from_fracs(shape, xs, F, tick=lambda: None):
     """Rationals as a tensor: exact over 2^s if every denominator is a power of two 2^k, k <= EXACT_SCALE;
-    else rounded outward to 2^F."""
+    else rounded outward to 2^F (``tick`` between divisions)."""
     ks = [x.denominator.bit_length() - 1 for x in xs]
     if all(x.denominator == 1 << k for x, k in zip(xs, ks)) and max(ks, default=0) <= EXACT_SCALE:
         s = max(ks, default=0)
         return T(shape, [x.numerator << (s - k) for x, k in zip(xs, ks)], s=s)
-    return T(shape, [(x.numerator << F) // x.denominator for x in xs],
-             [cdiv(x.numerator << F, x.denominator, True) for x in xs], F)
+    return T(shape, [tick() or (x.numerator << F) // x.denominator for x in xs],
+             [tick() or cdiv(x.numerator << F, x.denominator, True) for x in xs], F)
 
 
 def fit(shape, lo, hi, s, F, ints=False) -> T:
@@ -78,6 +81,34 @@ def fx(t: T, F: int):
 
 def strides(shape):
     return [prod(shape[i + 1:]) for i in range(len(shape))]
+
+
+def span(shape) -> int:
+    """Elements of ``shape`` with a zero dimension counted as 1: bounds each tensor derived from it."""
+    return prod(max(d, 1) for d in shape)
+
+
+def bound(op, a, xs, n_out):
+    """(largest output, all outputs, rank) of a node, from its inputs' shapes, before it runs: each
+    dimension at most the largest aligned one (broadcasting); Gather, MatMul, Gemm, Concat, Reshape and
+    Unsqueeze by their own rules; a Split's outputs together as large as its input, plus one each."""
+    ts = [x.shape for x in xs if x is not None]
+    r = max(map(len, ts), default=0)
+    big = [max(s[d - r + len(s)] if d >= r - len(s) else 1 for s in ts) for d in range(r)]
+    n = span(big)
+    if op == "Gather" and len(ts) == 2:
+        x, ix = ts
+        ax = a["axis"] % len(x) if -len(x) <= a["axis"] < len(x) else 0
+        n, r = span(x[:ax] + x[ax + 1:]) * span(ix), len(x) + len(ix) - 1
+    elif op == "MatMul" and len(ts) == 2:
+        n = span(big[:-2]) * max(ts[0][-2:-1] or (1,)) * max(ts[1][-1:] if len(ts[1]) > 1 else (1,))
+    elif op == "Gemm":
+        n = span(big) + max(ts[0], default=1) * max(ts[1], default=1)
+    elif op == "Concat":
+        n = sum(map(span, ts))
+    elif op in ("Reshape", "Unsqueeze"):
+        r = len(xs[1].lo) + (op == "Unsqueeze") * len(xs[0].shape)
+    return n, n + n_out if op == "Split" else n, r
 
 
 def walk(pairs) -> list:
@@ -444,9 +475,11 @@ class Graph:
     def __init__(self, inp, out):
         self.input, self.output, self.consts, self.nodes, self.memo = inp, out, {}, [], {}
 
-    def constants(self, F):
+    def constants(self, F, tick=lambda: None):
+        """The constants at precision F, and (elements, bits) they hold."""
         if F not in self.memo:
-            self.memo = {F: {k: c if isinstance(c, T) else from_fracs(*c, F) for k, c in self.consts.items()}}
+            cs = {k: c if isinstance(c, T) else from_fracs(*c, F, tick) for k, c in self.consts.items()}
+            self.memo = {F: (cs, sum(map(bits, cs.values())))}
         return self.memo[F]
 
 
@@ -458,23 +491,30 @@ def _attr(rd, kind, v, path):
     return _str(v, path, kind) if isinstance(kind, tuple) else [integer(x, f"{path}[{j}]") for j, x in enumerate(_list(v, path))]
 
 
+def bits(t: T) -> int:
+    """Bits held by a tensor: its elements times its widest value, twice for an interval (lo, hi)."""
+    return len(t.lo) * max(map(int.bit_length, t.lo + ([] if t.hi is t.lo else t.hi)), default=0) * (1 + (t.hi is not t.lo))
+
+
 def parse_graph(g, rd):
     """Validate ``model.graph`` (``rd``: the schema's reader; values join its parameters); return
     (Graph, measured model quantities)."""
-    P, tick = "model.graph", rd.budget.tick
+    P, tick, held = "model.graph", rd.budget.tick, 0
     _obj(g, P, ("input", "output", "constants", "nodes"))
     G, width, counts = Graph(_str(g["input"], f"{P}.input"), _str(g["output"], f"{P}.output")), 0, {}
     for name, c in _obj(g["constants"], f"{P}.constants", (), None).items():
         p = f"{P}.constants.{name[:40]}"
+        tick()
         key = "ints" if "ints" in _obj(c, p, ("shape",), ("values", "ints")) else "values"
         if ("ints" in c) == ("values" in c):
             bad(p, "needs exactly one of 'values' and 'ints'")
         shape = tuple(integer(v, f"{p}.shape[{i}]", 0) for i, v in enumerate(_list(c["shape"], f"{p}.shape")))
+        held = rd.budget.room(span(shape), held, f"{p} (shape with zero dimensions counted as 1)")  # before reading it
         xs, vals = _list(c[key], f"{p}.{key}", prod(shape)), []
-        for j in range(0, len(xs), 4096):
+        for j in range(0, len(xs), 4096 if key == "ints" else 1):  # a value may have up to max_digits digits
             tick()
             vals += [integer(v, f"{p}.ints[{j + i}]") for i, v in enumerate(xs[j:j + 4096])] if key == "ints" else \
-                rd.vec(xs[j:j + 4096], None, f"{p}.values[{j}:]", True)
+                rd.vec(xs[j:j + 1], None, f"{p}.values[{j}:]", True)
         t = T(shape, vals, ints=True) if key == "ints" else from_fracs(shape, vals, 0)
         G.consts[name] = t if t.lo is t.hi else (shape, vals)
         width = width if key == "ints" else max(width, shape[-1] if shape else 1)
@@ -517,6 +557,11 @@ def parse_graph(g, rd):
             bad(f"{p}.inputs[0]", "the condition of Where must be a constant of 0/1 ints")
         G.nodes.append((op, fn, ins, outs, a))
         counts[op] = counts.get(op, 0) + 1
+    read = {v for op, _, ins, _, _ in G.nodes for k, v in enumerate(ins)  # ints constants read as values
+            if isinstance(G.consts.get(v), T) and G.consts[v].ints and k not in OPS[op][4] + INDEX_INPUTS.get(op, ())}
+    for v in sorted(read):  # ... are parameters like 'values' (n_params, max_bits): no uncounted lookup tables
+        tick()
+        rd.params.extend(map(Fraction, G.consts[v].lo))
     if G.output not in defined:
         bad(f"{P}.output", f"{G.output[:40]!r} is not defined")
     return G, {"width": width, "relu_depth": counts.get("Relu", 0) + counts.get("Gelu", 0),
@@ -525,21 +570,33 @@ def parse_graph(g, rd):
 
 def run_graph(G: Graph, x, tokens: bool, F: int, budget, position: str):
     """The output scores of one example at precision F: ([(lo, hi) per read position], s)."""
-    env = dict(G.constants(F))
-    n = len(x)
+    consts, held = G.constants(F, budget.tick)
+    env, n = dict(consts), len(x)
     env[G.input] = T((1, n), list(x), ints=True) if tokens else from_fracs((1, n, len(x[0])), [v for r in x for v in r], F)
+    used, held = sum(span(t.shape) for t in env.values()), budget.room(held, 0, "the constants", "max_tensor_bits")
     cx = SimpleNamespace(F=F, budget=budget, tick=budget.tick)  # one evaluation: precision and budget
     for i, (op, fn, ins, outs, a) in enumerate(G.nodes):
         budget.tick()
         try:
-            r = fn(cx, a, *[env[v] if v else None for v in ins])
+            args = [env[v] if v else None for v in ins]
+            one, every, rank = bound(op, a, args, len(outs))
+            need(rank <= MAX_RANK and len(outs) <= MAX_OUTPUTS, f"an output of rank {rank} or {len(outs)} outputs "
+                                                                f"(at most {MAX_RANK}, {MAX_OUTPUTS})")
+            used = budget.room(one, used - one + every, f"model.graph.nodes[{i}] ({op}), the outputs")  # from shapes
+            r = fn(cx, a, *args)
             r = r if isinstance(r, list) else [r]
             need(len(r) == len(outs), f"{len(r)} outputs, the node names {len(outs)}")
         except ShapeError as e:
             raise MalformedCertificate(f"model.graph.nodes[{i}] ({op}): {e} (for an input of length {n})") from None
+        except (LimitExceeded, MalformedCertificate, Undecided, MemoryError, RecursionError):
+            raise
+        except Exception as e:  # whatever else an op raises: malformed, naming the node
+            raise MalformedCertificate(unexpected(e, f"model.graph.nodes[{i}] ({op}), input of length {n}")) from None
         for name, t in zip(outs, r):
+            budget.tick()
             budget.value(max(map(int.bit_length, t.lo + ([] if t.hi is t.lo else t.hi)), default=0),
                          f"a value of model.graph.nodes[{i}] ({op})")
+            held = budget.room(bits(t), held, f"model.graph.nodes[{i}] ({op}), the values held", "max_tensor_bits")
             env[name] = t
     out = env[G.output]
     sh = out.shape

@@ -30,6 +30,9 @@ class Limits:
     max_precision: Optional[int] = None  # bits of interval precision after a softmax layer
     max_value_bits: int = 1 << 19  # bits of any intermediate integer, and of a softmax2 score spread
     time_limit: Optional[Fraction] = Fraction(3600)  # seconds of wall-clock time
+    max_elements: int = 1 << 21  # elements of one tensor of a graph model (a zero dimension counted as 1)
+    max_total_elements: int = 1 << 23  # elements of all tensors of one graph evaluation, constants included
+    max_tensor_bits: int = 1 << 32  # bits of all tensors of one graph evaluation: elements × widest value, lo and hi
 
     def __post_init__(self):
         for f in fields(self):
@@ -83,4 +86,14 @@ class Budget:
 
     def value(self, bits: int, what: str) -> None:
         if bits > self.limits.max_value_bits:
-            raise LimitExceeded("max_value_bits", f"{what} needs {bits} bits, more than {self.limits.max_value_bits}")
+            raise LimitExceeded("max_value_bits", f"{what} needs {fmt(bits)} bits, more than {self.limits.max_value_bits}")
+
+    def room(self, n: int, used: int, what: str, limit: str = "max_elements") -> int:
+        """``used`` + ``n`` after checking ``n`` against ``limit`` and the sum against its total
+        (max_elements: max_total_elements); raised before anything of that size is built."""
+        total = "max_total_elements" if limit == "max_elements" else limit
+        for lim, k in ((limit, n), (total, used + n)):
+            if k > getattr(self.limits, lim):
+                raise LimitExceeded(lim, f"{what}: {fmt(k)} {'bits' if 'bits' in lim else 'elements'}, more than "
+                                         f"{getattr(self.limits, lim)}")
+        return used + n

@@ -24,7 +24,8 @@ from .fields import MalformedCertificate, _bool, _list, _obj, _str, bad, integer
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES
 from .graph import parse_graph
 from .limits import Budget, LimitExceeded, Limits
-from .linear import Affine, Attention, Embed, FeedForward, Lin, over_lcm
+from .layerschema import read_layer
+from .linear import Affine, Attention, FeedForward
 from .text import parse_int, short
 
 FORMAT = "exactmem-certificate"
@@ -35,10 +36,6 @@ QUANTITIES = ("n_params", "n_nonzero", "width", "relu_depth", "attention_layers"
               "total_bits") + DATA_QUANTITIES  # the data quantities are counted from the examples (facts.py)
 OPS = {"==": lambda a, b: a == b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b,
        "<": lambda a, b: a < b, ">": lambda a, b: a > b}
-ATTENTION_KINDS = ("softmax", "hardmax", "uniform", "softmax2")
-LAYER_FIELDS = {"embed": (("type", "E"), ("P",)), "affine": (("type", "W", "relu"), ("b",)),  # (required, optional)
-                "feedforward": (("type", "W1", "b1", "W2", "b2", "residual"),),
-                "attention": (("type", "kind", "residual", "query", "keys", "heads"),)}
 JSON_INT_DIGITS = 300  # JSON integer literals (ids, sizes, seeds); rationals are strings
 SHORT_TEXT = 24  # rational texts up to this length are remembered by _Reader.rat (small numbers repeat)
 KNOWN_RATIONALS = 1 << 16  # at most this many per reader
@@ -209,65 +206,6 @@ class _Reader:
             self.budget.tick()
         return v
 
-    def mat(self, x, rows: Optional[int], cols: Optional[int], path: str) -> List[List[Fraction]]:
-        rs = _list(x, path, nonempty=True)
-        if rows is not None and len(rs) != rows:
-            bad(path, f"wrong shape: expected {rows} rows, got {len(rs)}")
-        cols = cols or len(_list(rs[0], f"{path}[0]", nonempty=True))
-        for i, r in enumerate(rs):
-            if not isinstance(r, (list, tuple)) or len(r) != cols:
-                bad(f"{path}[{i}]", f"wrong shape: expected a row of {cols} entries, got "
-                                    f"{len(r) if isinstance(r, (list, tuple)) else jtype(r)}")
-        return [self.vec(r, cols, f"{path}[{i}]", True) for i, r in enumerate(rs)]
-
-    def layer(self, d, path: str, m: int, first: bool, tokens: bool):
-        """Validate one layer acting on m-dim tokens; return (layer, output dim, width)."""
-        t = _str(_obj(d, path, ("type",), None)["type"], f"{path}.type", tuple(LAYER_FIELDS))
-        if (t == "embed") != (first and tokens):
-            bad(path, "an embed layer must be the first layer, and only of a model with token input"
-                if t == "embed" else "a model with token input must start with an embed layer")
-        _obj(d, path, *LAYER_FIELDS[t])
-        if t == "embed":
-            E = self.mat(d["E"], m, None, f"{path}.E")
-            P = None if d.get("P") is None else self.mat(d["P"], None, len(E[0]), f"{path}.P")
-            rows, L = over_lcm(E + (P or []), self.budget)
-            return Embed(rows[:len(E)], None if P is None else rows[len(E):], L), len(E[0]), len(E[0])
-        if t == "affine":
-            W = self.mat(d["W"], None, m, f"{path}.W")
-            b = None if d.get("b") is None else self.vec(d["b"], len(W), f"{path}.b", True)
-            return Affine(Lin.make(W, b, self.budget), _bool(d["relu"], f"{path}.relu")), len(W), len(W)
-        if t == "feedforward":
-            W1 = self.mat(d["W1"], None, m, f"{path}.W1")
-            b1 = self.vec(d["b1"], len(W1), f"{path}.b1", True)
-            W2, b2 = self.mat(d["W2"], m, len(W1), f"{path}.W2"), self.vec(d["b2"], m, f"{path}.b2", True)
-            ff = FeedForward(Lin.make(W1, b1, self.budget), Lin.make(W2, b2, self.budget), _bool(d["residual"], f"{path}.residual"))
-            return ff, m, max(m, len(W1))
-        kind = _str(d["kind"], f"{path}.kind", ATTENTION_KINDS)
-        residual = _bool(d["residual"], f"{path}.residual")
-        heads, m_out, sH, vH = [], None, 0, 0
-        for h, hd in enumerate(_list(d["heads"], f"{path}.heads", nonempty=True)):
-            hp = f"{path}.heads[{h}]"
-            _obj(hd, hp, ("WV", "WO"), ("WQ", "WK"))
-            for k in ("WQ", "WK"):
-                if kind == "uniform" and hd.get(k) is not None:
-                    bad(f"{hp}.{k}", "must be absent or null for uniform attention")
-                if kind != "uniform" and hd.get(k) is None:
-                    bad(hp, f"missing field {k!r} ({kind} attention needs query and key matrices)")
-            WQ = WK = None
-            if kind != "uniform":
-                WQ = self.mat(hd["WQ"], None, m, f"{hp}.WQ")
-                WK, sH = self.mat(hd["WK"], len(WQ), m, f"{hp}.WK"), sH + len(WQ)
-            WV = self.mat(hd["WV"], None, m, f"{hp}.WV")
-            WO = self.mat(hd["WO"], m_out, len(WV), f"{hp}.WO")
-            m_out, vH = len(WO), vH + len(WV)
-            mk = lambda W: W and Lin.make(W, None, self.budget)  # noqa: E731
-            heads.append((mk(WQ), mk(WK), mk(WV), mk(WO)))
-        if residual and m_out != m:
-            bad(f"{path}.heads[0].WO", f"wrong shape: a residual attention layer needs {m} output rows, got {m_out}")
-        q = _str(d["query"], f"{path}.query", ("all", "last"))
-        keys = _str(d["keys"], f"{path}.keys", ("all", "others"))
-        return Attention(kind, residual, q, keys, heads), m_out, max(m_out, sH, vH)
-
     def answer(self, x, path: str, position: str, decode: str, n_out: int, dim: int, is_label: bool):
         """A label or claimed output: a column / class index, or a list of them per position."""
         if position == "all":
@@ -339,7 +277,7 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
             bad("model.readout.decode", "a graph model decodes by 'argmax'")
         width, attention, softmax_at, m = gm["width"], [], 0, None
     for i, d in enumerate([] if graph else _list(model["layers"], "model.layers", nonempty=tokens)):
-        layer, m, w = rd.layer(d, f"model.layers[{i}]", m, i == 0, tokens)
+        layer, m, w = read_layer(rd, d, f"model.layers[{i}]", m, i == 0, tokens)
         layers.append(layer)
         width = max(width, w)
     if graph is None:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from fractions import Fraction
 from typing import Dict, Optional
+
+from .text import int_str
 
 
 @dataclass
@@ -16,8 +19,19 @@ class Verdict:
     limit: Optional[str] = None  # the Limits field that stopped the check, if one did
 
     def to_json(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k != "limit" or v}
+        """Every value JSON-encodable and exact: a Fraction as "p/q", an int past 2^64 as its decimal text."""
+        return {k: jsonable(v) for k, v in asdict(self).items() if k != "limit" or v}
 
     @property
     def exit_code(self) -> int:
         return {"CERTIFIED": 0, "REFUTED": 1, "UNKNOWN": 2}[self.status]
+
+
+def jsonable(x):
+    if isinstance(x, Fraction):
+        return int_str(x.numerator) + ("" if x.denominator == 1 else "/" + int_str(x.denominator))
+    if isinstance(x, int) and not isinstance(x, bool) and x.bit_length() > 64:
+        return int_str(x)
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    return [jsonable(v) for v in x] if isinstance(x, (list, tuple)) else x

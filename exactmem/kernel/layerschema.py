@@ -1,0 +1,79 @@
+"""Validation of a layer model's layers (kernel; layer models only, ``docs/certificate.md``).
+
+``read_layer`` checks one layer's fields and shapes with the schema's reader (numbers within the
+digit limit, parameters collected for the size claims) and returns it as :mod:`linear` holds it.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import List, Optional
+
+from .fields import _bool, _list, _obj, _str, bad, jtype
+from .linear import Affine, Attention, Embed, FeedForward, Lin, over_lcm
+
+ATTENTION_KINDS = ("softmax", "hardmax", "uniform", "softmax2")
+LAYER_FIELDS = {"embed": (("type", "E"), ("P",)), "affine": (("type", "W", "relu"), ("b",)),  # (required, optional)
+                "feedforward": (("type", "W1", "b1", "W2", "b2", "residual"),),
+                "attention": (("type", "kind", "residual", "query", "keys", "heads"),)}
+
+
+def mat(rd, x, rows: Optional[int], cols: Optional[int], path: str) -> List[List[Fraction]]:
+    rs = _list(x, path, nonempty=True)
+    if rows is not None and len(rs) != rows:
+        bad(path, f"wrong shape: expected {rows} rows, got {len(rs)}")
+    cols = cols or len(_list(rs[0], f"{path}[0]", nonempty=True))
+    for i, r in enumerate(rs):
+        if not isinstance(r, (list, tuple)) or len(r) != cols:
+            bad(f"{path}[{i}]", f"wrong shape: expected a row of {cols} entries, got "
+                                f"{len(r) if isinstance(r, (list, tuple)) else jtype(r)}")
+    return [rd.vec(r, cols, f"{path}[{i}]", True) for i, r in enumerate(rs)]
+
+
+def read_layer(rd, d, path: str, m: int, first: bool, tokens: bool):
+    """Validate one layer acting on m-dim tokens; return (layer, output dim, width)."""
+    t = _str(_obj(d, path, ("type",), None)["type"], f"{path}.type", tuple(LAYER_FIELDS))
+    if (t == "embed") != (first and tokens):
+        bad(path, "an embed layer must be the first layer, and only of a model with token input"
+            if t == "embed" else "a model with token input must start with an embed layer")
+    _obj(d, path, *LAYER_FIELDS[t])
+    if t == "embed":
+        E = mat(rd, d["E"], m, None, f"{path}.E")
+        P = None if d.get("P") is None else mat(rd, d["P"], None, len(E[0]), f"{path}.P")
+        rows, L = over_lcm(E + (P or []), rd.budget)
+        return Embed(rows[:len(E)], None if P is None else rows[len(E):], L), len(E[0]), len(E[0])
+    if t == "affine":
+        W = mat(rd, d["W"], None, m, f"{path}.W")
+        b = None if d.get("b") is None else rd.vec(d["b"], len(W), f"{path}.b", True)
+        return Affine(Lin.make(W, b, rd.budget), _bool(d["relu"], f"{path}.relu")), len(W), len(W)
+    if t == "feedforward":
+        W1 = mat(rd, d["W1"], None, m, f"{path}.W1")
+        b1 = rd.vec(d["b1"], len(W1), f"{path}.b1", True)
+        W2, b2 = mat(rd, d["W2"], m, len(W1), f"{path}.W2"), rd.vec(d["b2"], m, f"{path}.b2", True)
+        ff = FeedForward(Lin.make(W1, b1, rd.budget), Lin.make(W2, b2, rd.budget), _bool(d["residual"], f"{path}.residual"))
+        return ff, m, max(m, len(W1))
+    kind = _str(d["kind"], f"{path}.kind", ATTENTION_KINDS)
+    residual = _bool(d["residual"], f"{path}.residual")
+    heads, m_out, sH, vH = [], None, 0, 0
+    for h, hd in enumerate(_list(d["heads"], f"{path}.heads", nonempty=True)):
+        hp = f"{path}.heads[{h}]"
+        _obj(hd, hp, ("WV", "WO"), ("WQ", "WK"))
+        for k in ("WQ", "WK"):
+            if kind == "uniform" and hd.get(k) is not None:
+                bad(f"{hp}.{k}", "must be absent or null for uniform attention")
+            if kind != "uniform" and hd.get(k) is None:
+                bad(hp, f"missing field {k!r} ({kind} attention needs query and key matrices)")
+        WQ = WK = None
+        if kind != "uniform":
+            WQ = mat(rd, hd["WQ"], None, m, f"{hp}.WQ")
+            WK, sH = mat(rd, hd["WK"], len(WQ), m, f"{hp}.WK"), sH + len(WQ)
+        WV = mat(rd, hd["WV"], None, m, f"{hp}.WV")
+        WO = mat(rd, hd["WO"], m_out, len(WV), f"{hp}.WO")
+        m_out, vH = len(WO), vH + len(WV)
+        mk = lambda W: W and Lin.make(W, None, rd.budget)  # noqa: E731
+        heads.append((mk(WQ), mk(WK), mk(WV), mk(WO)))
+    if residual and m_out != m:
+        bad(f"{path}.heads[0].WO", f"wrong shape: a residual attention layer needs {m} output rows, got {m_out}")
+    q = _str(d["query"], f"{path}.query", ("all", "last"))
+    keys = _str(d["keys"], f"{path}.keys", ("all", "others"))
+    return Attention(kind, residual, q, keys, heads), m_out, max(m_out, sH, vH)
