@@ -16,7 +16,7 @@ and the producer's op (``exactmem.verify.kernels`` through ``Program``) must eit
 
 No case may fail. The per-operator counts are written in ``docs/verify-format.md`` (§ Conformance
 to ONNX's backend node cases) and checked here, so they cannot drift. Then differential fuzzing
-against ``onnx.reference.ReferenceEvaluator`` (onnxruntime for Slice), and the regression tests of
+against ``onnx.reference.ReferenceEvaluator`` (onnxruntime for Slice and Softmax), and the regression tests of
 the adversarial round's bugs, at the certificate level and through ``verify``.
 """
 
@@ -111,7 +111,7 @@ def fuzz(n, seed):
 def test_fuzz_against_onnx_reference():
     """300 random nodes of the table (broadcasting, negative / repeated / out-of-range axes, empty
     axes and dimensions, Slice clamping): wherever ONNX gives a finite value both tables enclose it;
-    wherever ONNX refuses the node (the reference, or onnxruntime for Slice, raises) both refuse it."""
+    wherever ONNX refuses the node (the reference, or onnxruntime for Slice and Softmax, raises) both refuse it."""
     pytest.importorskip("onnxruntime")
     decided, agree, bad = fuzz(300, 38)
     assert decided >= 290 and agree == decided, bad[:5]
