@@ -401,7 +401,7 @@ def test_least_squared_distance_equals_every_pair(n, scale):
     least ‖v − w‖² over all pairs, ties and repeated vectors included (issue 27)."""
     import random
 
-    from exactmem.kernel.facts import PACK_MIN, least_sq_distance
+    from exactmem.kernel.geometry import PACK_MIN, least_sq_distance
 
     assert PACK_MIN == 64
     rng = random.Random(n * 7919 + scale)

@@ -28,7 +28,7 @@ CLI_DIR = ROOT / "exactmem" / "cli"
 # is checked (test_each_verdict_runs_only_its_trusted_base traces it); docs/certificate.md states them.
 BASES = {
     "layer-model": ("text.py", "limits.py", "verdict.py", "fields.py", "linear.py", "schema.py", "layerschema.py",
-                    "enclosure.py", "evaluate.py", "checker.py", "facts.py"),
+                    "enclosure.py", "evaluate.py", "checker.py", "facts.py", "geometry.py"),
     "graph-model": ("text.py", "limits.py", "verdict.py", "fields.py", "schema.py", "enclosure.py", "checker.py", "facts.py",
                     "graph.py"),
     "lower-bound": ("text.py", "limits.py", "verdict.py", "fields.py", "schema.py", "enclosure.py", "checker.py",

@@ -4,7 +4,8 @@ Every file here is one a reviewer must trust, and nothing else is here (``docs/c
 § *What you must trust*). Each kind of certificate runs only part of the folder, its trusted base:
 
 * layer models (the constructions' certificates): ``text``, ``limits``, ``verdict``, ``fields``,
-  ``schema``, ``layerschema``, ``enclosure``, ``checker``, ``facts``, ``linear``, ``evaluate``;
+  ``schema``, ``layerschema``, ``enclosure``, ``checker``, ``facts``, ``geometry``, ``linear``,
+  ``evaluate``;
 * graph models (trained networks, ``exactmem verify``): ``text``, ``limits``, ``verdict``,
   ``fields``, ``schema``, ``enclosure``, ``checker``, ``facts``, ``graph``;
 * lower-bound certificates: ``text``, ``limits``, ``verdict``, ``fields``, ``schema``,

@@ -2,7 +2,8 @@
 
 A memorization theorem speaks of N pairwise-distinct labelled inputs, of their length n, of C
 classes and, for token-wise (r, δ)-separated data (Kajitsuka & Sato, Definition of separated
-tokens, §3), of the norms and gaps of the distinct tokens. A certificate never states these: the
+tokens, §3), of the norms and gaps of the distinct tokens (:mod:`geometry`, layer models only). A
+certificate never states these: the
 kernel counts them while it reads the examples, and the claims on them (``n_examples``,
 ``n_rows``, ``seq_len``, ``label_classes``, ``distinct_tokens``, ``max_norm2``, ``min_sep2``)
 are judged against these counts.
@@ -17,18 +18,12 @@ already rules out).
 from __future__ import annotations
 
 import hashlib
-import sys
-from array import array
-from fractions import Fraction
-from math import lcm
-from operator import mul
 from typing import Dict, List, Optional, Tuple
 
 DATA_QUANTITIES = ("n_examples", "n_rows", "seq_len", "label_classes", "distinct_tokens", "max_norm2", "min_sep2")
 VERDICT_QUANTITIES = ("n_pass", "n_fail")  # graph models: distinct inputs whose claimed verdict was confirmed
 VECTOR_QUANTITIES = ("max_norm2", "min_sep2")  # need the distinct token vectors, not only their count
 KNOWN_TOKENS = 1 << 16  # token objects whose bytes DataFacts remembers (then it starts afresh)
-PACK_MIN = 64  # least_sq_distance: fewer distinct tokens are compared pair by pair
 
 
 def _int_bytes(v: int) -> bytes:
@@ -141,40 +136,8 @@ class DataFacts:
              "label_classes": len(self.classes), "distinct_tokens": len(self.tokens)}
         if self.verdicts is not None:
             q.update({"n_" + k: len(v) for k, v in self.verdicts.items()})
-        if self.vectors:
-            vs = [v for v in self.tokens.values() if v is not None]
-            L = lcm(*(x.denominator for v in vs for x in v)) if vs else 1  # integer coordinates over L
-            iv = [[x.numerator * (L // x.denominator) for x in v] for v in vs]
-            norms = [sum(map(mul, v, v)) for v in iv]
-            q["max_norm2"] = Fraction(max(norms, default=0), L * L)
-            best = least_sq_distance(iv, tick)
-            q["min_sep2"] = None if best is None else Fraction(best, L * L)
+        if self.vectors:  # layer models only (graph models claim no token geometry): its own module
+            from .geometry import norms_and_gaps
+
+            q.update(norms_and_gaps([v for v in self.tokens.values() if v is not None], tick))
         return q
-
-
-def least_sq_distance(iv: List[List[int]], tick=None) -> Optional[int]:
-    """Kajitsuka & Sato's δ² in integers: the least ‖v − w‖² over pairs of the integer vectors
-    ``iv`` (None for fewer than two). Shifting every coordinate by c = −min changes no distance,
-    so the vectors u = v + c are ≥ 0 with ‖u‖² ≤ M, and ‖u_i − u_j‖² = ‖u_i‖² + M − t_j with
-    t_j = M − ‖u_j‖² + 2 u_i·u_j ∈ [0, 3M] (Cauchy–Schwarz). When 3M < 2^64, each i gets every
-    t_j at once as the base-2^64 digits of B = Σ_j t_j 2^(64 j) (no digit carries), computed
-    from one packed integer per coordinate; otherwise (or for few vectors) pair by pair."""
-    if len(iv) < 2:
-        return None
-    low = min(map(min, iv))
-    us = [[x - low for x in v] for v in iv]
-    norms = [sum(map(mul, u, u)) for u in us]
-    M, best = max(norms), None
-    packed = 3 * M < 1 << 64 and len(us) >= PACK_MIN and array("Q").itemsize == 8
-    if packed:  # Σ_j row[j] 2^(64 j) for the row of M − ‖u_j‖² and each coordinate's row
-        cols = [int.from_bytes(array("Q", row).tobytes(), sys.byteorder) for row in [[M - w for w in norms], *zip(*us)]]
-    for i in range(1, len(us)):
-        if tick is not None:
-            tick()
-        if packed:
-            B = cols[0] + sum(2 * x * c for x, c in zip(us[i], cols[1:]) if x)
-            d = norms[i] + M - max(memoryview(B.to_bytes(8 * len(us), sys.byteorder)).cast("Q")[:i])
-        else:
-            d = norms[i] + min(nw - 2 * sum(map(mul, us[i], w)) for w, nw in zip(us[:i], norms))
-        best = d if best is None or d < best else best
-    return best

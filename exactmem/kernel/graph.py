@@ -123,7 +123,7 @@ def walk(pairs) -> list:
 def bshape(*shapes):
     """The numpy broadcast shape."""
     r = max(map(len, shapes))
-    out = tuple(map(max, zip(*((1,) * (r - len(s)) + s for s in shapes))))
+    out = tuple(0 if 0 in ds else max(ds) for ds in zip(*((1,) * (r - len(s)) + s for s in shapes)))
     need(all(d in (1, m) for s in shapes for d, m in zip(s[::-1], out[::-1])),
          "shapes " + " and ".join(str(list(s)) for s in shapes) + " do not broadcast")
     return out
@@ -162,6 +162,13 @@ def spread(t: T, out, s):
 def axis(v, r):
     need(-r <= v < r, f"axis {v} out of range for rank {r}")
     return v % r
+
+
+def axes_of(vals, r):
+    """ONNX axes: each in [-r, r) (negative counts from the end), none repeated."""
+    ax = [axis(v, r) for v in vals]
+    need(len(set(ax)) == len(ax), f"axes {list(vals)} repeat an axis of rank {r}")
+    return ax
 
 
 def ints(vals) -> T:
@@ -234,14 +241,15 @@ def op_exp(cx, a, x):
 def op_pow(cx, a, x, y=None):
     """Pow with a constant exponent k: 1/2 is Sqrt; an integer k maps the endpoints (odd k: increasing;
     even k: x^k on |x|, 0 when the interval contains 0)."""
-    k = a["_k"]
+    k, out = a["_k"], x.shape if y is None else bshape(x.shape, y.shape)  # Y has one element: out reshapes X
     if k.denominator == 2:
-        return sqrt(cx, a, x)
+        r = sqrt(cx, a, x)
+        return T(out, r.lo, r.hi, r.s)
     k = k.numerator
     cx.budget.value(k * max(map(int.bit_length, x.lo + x.hi), default=0), "a Pow result")
     b = [(l ** k, h ** k) if k & 1 or l >= 0 or not k else (h ** k, l ** k) if h <= 0 else (0, max(l ** k, h ** k))
          for l, h in zip(x.lo, x.hi)]
-    return fit(x.shape, [v for v, _ in b], [v for _, v in b], x.s * k, cx.F)
+    return fit(out, [v for v, _ in b], [v for _, v in b], x.s * k, cx.F)
 
 
 def op_gelu(cx, a, x):
@@ -262,6 +270,8 @@ def op_softmax(cx, a, x):
     lo, hi = [0] * len(xl), [0] * len(xl)
     for g in groups(x.shape, (axis(a["axis"], len(x.shape)),)):
         t()
+        if not g:  # an empty axis: no weights
+            continue
         c = max(xh[i] for i in g)
         E = [(exp_fx(xl[i] - c, F, False, t), exp_fx(xh[i] - c, F, True, t)) for i in g]
         sl, sh = sum(e for e, _ in E), sum(e for _, e in E)
@@ -274,11 +284,12 @@ def op_softmax(cx, a, x):
 def op_reducemean(cx, a, x, axes=None):
     """ReduceMean over ``axes`` (all when absent): the sum's bounds divided by the count, rounded outward."""
     r = len(x.shape)
-    ax = tuple(sorted({axis(v, r) for v in axes.lo})) if axes is not None and axes.lo else tuple(range(r))
+    ax = tuple(sorted(axes_of(axes.lo, r))) if axes is not None and axes.lo else tuple(range(r))
     s = max(x.s, cx.F)
     xl, xh = at(x, s)
     gs = groups(x.shape, ax)
-    n = len(gs[0]) if gs else 1
+    n = prod(x.shape[d] for d in ax)
+    need(n or not gs, "a mean over no elements (ONNX: NaN)")
     lo, hi = [sum(xl[i] for i in g) // n for g in gs], [cdiv(sum(xh[i] for i in g), n, True) for g in gs]
     shape = [1 if d in ax else x.shape[d] for d in range(r) if a.get("keepdims", 1) or d not in ax]
     return fit(shape, lo, hi, s, cx.F)
@@ -288,6 +299,8 @@ def op_layernorm(cx, a, x, scale, bias=None):
     """LayerNormalization over the last axis: d = x − mean, var = mean(d²) (biased), then
     d·(var + ε)^(−1/2)·scale + bias, each step an enclosure."""
     last, keep = ints([len(x.shape) - 1]), {"keepdims": 1}
+    if not x.lo:  # no elements: an empty result
+        return x
     d = op_add(cx, a, x, op_reducemean(cx, keep, x, last), True)
     v = op_reducemean(cx, keep, op_pow(cx, {"_k": Fraction(2)}, d), last)
     r = op_recip(cx, a, sqrt(cx, a, op_add(cx, a, v, from_fracs((), [a["epsilon"]], cx.F))))
@@ -383,14 +396,19 @@ def op_reshape(cx, a, x, shape):
 
 
 def op_slice(cx, a, x, starts, ends, axes=None, steps=None):
-    """Slice: per axis Python's range slicing, which clamps starts and ends as ONNX does."""
+    """Slice, clamped as ONNX says: a negative start or end counts from the end (+ dim), then a positive
+    step clamps the start and end to [0, dim], a negative step the start to [0, dim − 1] and the end to
+    [−1, dim − 1]; the axis takes start, start + step, … while before the end."""
     r = len(x.shape)
-    ax = [axis(v, r) for v in axes.lo] if axes is not None else list(range(len(starts.lo)))
+    ax = axes_of(axes.lo, r) if axes is not None else list(range(len(starts.lo)))
     st = steps.lo if steps is not None else [1] * len(ax)
     need(len(ax) == len(starts.lo) == len(ends.lo) == len(st) and 0 not in st, "bad Slice arguments")
     rng = [range(d) for d in x.shape]
     for d, b, e, s in zip(ax, starts.lo, ends.lo, st):
-        rng[d] = rng[d][b:e:s]
+        n = x.shape[d]
+        b, e = (v + n if v < 0 else v for v in (b, e))
+        b, e = (min(max(b, 0), n), min(max(e, 0), n)) if s > 0 else (min(max(b, 0), n - 1), min(max(e, -1), n - 1))
+        rng[d] = range(b, e, s)
     strd = strides(x.shape)
     off = sum(q.start * s for q, s in zip(rng, strd) if len(q))
     return take(x, [off + i for i in walk((len(q), q.step * s) for q, s in zip(rng, strd))], tuple(map(len, rng)))
@@ -420,13 +438,13 @@ def op_concat(cx, a, *xs):
 
 def op_unsqueeze(cx, a, x, axes):
     r = len(x.shape) + len(axes.lo)
-    ax = {axis(v, r) for v in axes.lo}
+    ax = axes_of(axes.lo, r)
     it = iter(x.shape)
     return T([1 if d in ax else next(it) for d in range(r)], x.lo, x.hi, x.s, x.ints)
 
 
 def op_squeeze(cx, a, x, axes=None):
-    ax = {axis(v, len(x.shape)) for v in axes.lo} if axes is not None else {d for d, n in enumerate(x.shape) if n == 1}
+    ax = set(axes_of(axes.lo, len(x.shape))) if axes is not None else {d for d, n in enumerate(x.shape) if n == 1}
     need(all(x.shape[d] == 1 for d in ax), f"cannot squeeze axes {sorted(ax)} of {list(x.shape)}")
     return T([n for d, n in enumerate(x.shape) if d not in ax], x.lo, x.hi, x.s, x.ints)
 

@@ -327,8 +327,9 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
         claims.append((cl, q, op, rd.rat(cl["bound"], f"{cp}.bound")))
         if q in VERDICT_QUANTITIES and graph is None:
             bad(f"{cp}.quantity", f"{q} counts the confirmed verdicts of a graph model's examples")
-        if q in VECTOR_QUANTITIES and tokens:
-            bad(f"{cp}.quantity", f"{q} is defined for vector inputs (the tokens' coordinates), not token ids")
+        if q in VECTOR_QUANTITIES and (tokens or graph is not None):
+            bad(f"{cp}.quantity", f"{q} is defined for vector inputs (the tokens' coordinates), not token ids"
+                if tokens else f"{q} is a layer model's token geometry; a graph model does not claim it")
         if "source" in cl:
             _str(cl["source"], f"{cp}.source")
     bits = [abs(x.numerator).bit_length() + x.denominator.bit_length() for x in rd.params]  # bits(p/q)

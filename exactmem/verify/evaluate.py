@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .kernels import ATTRS, OPS
+from .kernels import ATTRS, OPS, OpError
 
 __all__ = ["Program", "ArbBackend", "PRECISIONS", "judge", "Verdict"]
 
@@ -52,7 +52,10 @@ class Program:
         self.nodes = []
         for nd in g["nodes"]:
             spec = ATTRS.get(nd["op"], {})
+            if set(nd["attrs"]) - set(spec):
+                raise OpError(f"{nd['op']}: attributes {sorted(set(nd['attrs']) - set(spec))} are not in the table")
             at = {k: (Fraction(v) if spec.get(k) is Fraction else v) for k, v in nd["attrs"].items()}
+            at = {**at, "_n": len(nd["outputs"])} if nd["op"] == "Split" else at
             raw = {1} if nd["op"] == "Pow" else set()  # the exponent stays an exact rational
             self.nodes.append((OPS[nd["op"]], nd["inputs"], nd["outputs"], at, raw))
 

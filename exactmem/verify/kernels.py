@@ -68,6 +68,14 @@ def _axis(axis: int, rank: int) -> int:
     return axis % rank if rank else 0
 
 
+def _axes(axes, rank: int) -> List[int]:
+    """ONNX axes: each in [-rank, rank) (negative counts from the end), none repeated."""
+    out = [_axis(a, rank) for a in axes]
+    if len(set(out)) != len(out):
+        raise OpError(f"axes {list(axes)} repeat an axis of rank {rank}")
+    return out
+
+
 def _ints(a) -> List[int]:
     return [int(v) for v in np.asarray(a).reshape(-1)]
 
@@ -116,20 +124,24 @@ def transpose(K, xs, at):
 def split(K, xs, at):
     x = xs[0]
     axis = _axis(at.get("axis", 0), x.ndim)
-    sizes = _ints(xs[1])
-    if sum(sizes) != x.shape[axis] or min(sizes, default=0) < 0:
+    d, n = x.shape[axis], at.get("_n", 1)
+    sizes = _ints(xs[1]) if len(xs) > 1 and xs[1] is not None else [-(-d // n)] * (n - 1) + [d - -(-d // n) * (n - 1)]
+    if sum(sizes) != x.shape[axis] or min(sizes, default=0) < 0 or ("_n" in at and len(sizes) != at["_n"]):
         raise OpError(f"Split: sizes {sizes} do not add up to {x.shape[axis]}")
     cuts = np.cumsum(sizes)[:-1]
     return list(np.split(x, cuts, axis=axis))
 
 
 def slice_array(x, starts, ends, axes=None, steps=None):
-    """ONNX Slice on a NumPy array (clamping as the operator's definition says)."""
-    axes = list(range(len(starts))) if axes is None else axes
+    """ONNX Slice on a NumPy array, clamped as the operator's definition says: a negative start or end
+    counts from the end (+ dim), then a positive step clamps both to [0, dim], a negative step the start
+    to [0, dim − 1] and the end to [−1, dim − 1] (the one rule; ``docs/verify-format.md``)."""
+    axes = list(range(len(starts))) if axes is None else _axes(axes, x.ndim)
     steps = [1] * len(starts) if steps is None else steps
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise OpError("Slice: starts, ends, axes and steps differ in length")
     index = [slice(None)] * x.ndim
     for s, e, a, st in zip(starts, ends, axes, steps):
-        a = _axis(a, x.ndim)
         d = x.shape[a]
         if st == 0:
             raise OpError("Slice: step 0")
@@ -139,7 +151,7 @@ def slice_array(x, starts, ends, axes=None, steps=None):
             s, e = min(max(s, 0), d), min(max(e, 0), d)
         else:
             s, e = min(max(s, 0), d - 1), min(max(e, -1), d - 1)
-        index[a] = slice(s, None if e < 0 else e, st)
+        index[a] = slice(s, None if e < 0 else e, st) if s >= 0 else slice(0, 0)
     return x[tuple(index)]
 
 
@@ -155,7 +167,7 @@ def concat(K, xs, at):
 def unsqueeze(K, xs, at):
     x = xs[0]
     rank = x.ndim + len(_ints(xs[1]))
-    axes = sorted(_axis(a, rank) for a in _ints(xs[1]))
+    axes = sorted(_axes(_ints(xs[1]), rank))
     for a in axes:
         x = np.expand_dims(x, a)
     return [x]
@@ -164,7 +176,7 @@ def unsqueeze(K, xs, at):
 def squeeze(K, xs, at):
     x = xs[0]
     axes = [i for i, d in enumerate(x.shape) if d == 1] if len(xs) < 2 or xs[1] is None else \
-        [_axis(a, x.ndim) for a in _ints(xs[1])]
+        _axes(_ints(xs[1]), x.ndim)
     if any(x.shape[a] != 1 for a in axes):
         raise OpError(f"Squeeze: an axis of {list(axes)} is not 1 in {list(x.shape)}")
     return [np.squeeze(x, axis=tuple(axes))]
@@ -230,8 +242,9 @@ def pow_(K, xs, at):
     y = np.asarray(xs[1]).reshape(-1)
     if y.size != 1:
         raise OpError("Pow: the exponent must be a scalar constant")
+    shape = np.broadcast_shapes(np.shape(xs[0]), np.shape(xs[1]))  # a one-element Y may raise X's rank
     y = Fraction(y[0])
-    x = _obj(xs[0])
+    x = _obj(xs[0]).reshape(shape)
     if y == Fraction(1, 2):
         return [K.sqrt(x)]
     if y.denominator != 1 or y < 0:
@@ -267,26 +280,33 @@ def gelu(K, xs, at):
 
 def softmax(K, xs, at):
     x = _obj(xs[0])
-    return [K.softmax(x, _axis(at.get("axis", -1), x.ndim))]
+    axis = _axis(at.get("axis", -1), x.ndim)
+    return [x if x.size == 0 else K.softmax(x, axis)]
 
 
 def _mean(K, x, axes, keep=True):
     count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64)) if axes else 1
     s = np.sum(x, axis=tuple(axes), keepdims=keep)
+    if count == 0:
+        if np.size(s):
+            raise OpError("a mean over no elements (ONNX: NaN)")
+        return _obj(s)
     return _obj(s) * K.num(Fraction(1, count))
 
 
 def reduce_mean(K, xs, at):
     x = _obj(xs[0])
     axes = _ints(xs[1]) if len(xs) > 1 and xs[1] is not None else []
-    axes = [_axis(a, x.ndim) for a in axes] or list(range(x.ndim))
-    return [_mean(K, x, sorted(set(axes)), bool(at.get("keepdims", 1)))]
+    axes = _axes(axes, x.ndim) or list(range(x.ndim))
+    return [_mean(K, x, sorted(axes), bool(at.get("keepdims", 1)))]
 
 
 def layer_norm(K, xs, at):
     x = _obj(xs[0])
-    if at.get("axis", -1) not in (-1, x.ndim - 1):
+    if at.get("axis", -1) != -1:
         raise OpError("LayerNormalization: axis -1 only")
+    if x.size == 0:
+        return [x]
     ax = [x.ndim - 1]
     xc = x - _mean(K, x, ax)
     var = _mean(K, xc * xc, ax)
