@@ -120,7 +120,7 @@ def kernel_run(node, inputs, F=256):
     g = graph_json(node, inputs, table_outputs(node))
     budget = Budget()
     G, _ = kg.parse_graph(g, _Reader(budget))
-    env = dict(G.constants(F))
+    env = dict(G.constants(F)[0])  # (constants, bits they hold)
     cx = SimpleNamespace(F=F, budget=budget, tick=budget.tick)
     (op, fn, ins, outs, a), = G.nodes
     r = fn(cx, a, *[env[v] if v else None for v in ins])
