@@ -324,7 +324,7 @@ def test_huge_sizes_answer_or_fail_in_one_line(argv):
     r = subprocess.run([sys.executable, "-m", "exactmem", "bounds", *argv], cwd=ROOT, capture_output=True, text=True,
                        timeout=30)
     took = time.monotonic() - t
-    assert took < 10, took
+    assert took < 25, took  # a hang guard: answers take about a second when the machine is idle
     assert "Traceback" not in r.stderr and "int max str digits" not in r.stderr.lower()
     if r.returncode == 3:
         assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("exactmem: error: "), r.stderr

@@ -306,4 +306,5 @@ def test_one_wide_step_on_big_registers_stops_at_the_time_limit(tmp_path, engine
     p = write(tmp_path, _one_step_bomb_doc())
     code, out, err, secs = run_check(p, "--time-limit", "5", "--engine", engine)
     line = one_line(out)
-    assert code == 2 and line.startswith("UNKNOWN") and "time limit of 5 s" in line and secs < 6, (code, line, secs)
+    # stops because of the limit, not a hang: a bound that scales with the limit holds on a loaded machine too
+    assert code == 2 and line.startswith("UNKNOWN") and "time limit of 5 s" in line and secs < 2 * 5 + 10, (code, line, secs)

