@@ -47,7 +47,7 @@ import numpy as np
 
 import mutants as M
 from exactmem.verify.evaluate import ArbBackend, Program
-from exactmem.verify.kernels import ATTRS, ExactBackend, NotExact
+from exactmem.verify.kernels import ExactBackend, NotExact
 from test_graph_kernel import INPUTS, attention_graph, doc, ints, node, tie_graph, values
 
 #: Ball precision of the oracle's evaluation of graphs with irrational steps.
@@ -89,7 +89,8 @@ def measure_graph(d: dict) -> Dict[str, int]:
             if v in consts and "ints" in consts[v] and k not in UNCOUNTED.get(nd["op"], ())}
     params += [Fraction(v) for name in sorted(read) for v in consts[name]["ints"]]
     ops = [nd["op"] for nd in g["nodes"]]
-    return {"n_params": len(params), "n_nonzero": sum(1 for p in params if p), "max_bits": max(map(bits, params), default=0),
+    return {"n_params": len(params), "n_nonzero": sum(1 for p in params if p),
+            "max_bits": max(map(bits, params), default=0),
             "total_bits": sum(map(bits, params)),
             "width": max((c["shape"][-1] if c["shape"] else 1 for c in consts.values() if "values" in c), default=0),
             "depth": ops.count("MatMul") + ops.count("Gemm"), "relu_depth": ops.count("Relu") + ops.count("Gelu"),
@@ -223,7 +224,8 @@ def _scores(d: dict, prog: Optional[Program], exact: bool, x) -> object:
     if tx in cache:
         return cache[tx]
     tokens = d["model"]["input"]["type"] == "tokens"
-    arr = np.asarray([x], dtype=np.int64) if tokens else np.asarray([[[Fraction(v) for v in t] for t in x]], dtype=object)
+    arr = np.asarray([x], dtype=np.int64) if tokens else \
+        np.asarray([[[Fraction(v) for v in t] for t in x]], dtype=object)
     try:
         if exact:
             with np.errstate(all="raise"):
@@ -386,7 +388,8 @@ def oracle(d: dict) -> GraphOracle:
             "n_fail": len(failed)}
     for c, cl in enumerate(d["claims"]):
         q = cl["quantity"]
-        if q in data and not (undecided and q in ("n_pass", "n_fail")) and not _holds(data[q], cl["op"], M.q(cl["bound"])):
+        judged = q in data and not (undecided and q in ("n_pass", "n_fail"))
+        if judged and not _holds(data[q], cl["op"], M.q(cl["bound"])):
             res.wrong, res.claim = True, c
             return res
     res.measured.update(data)
@@ -472,7 +475,8 @@ def shapes_graph():
          "W": values([4, 3], [Fraction((i * 5) % 9 - 4, 2) for i in range(12)])}
     N = [node("Gather", ["E", "ids"], "h"), node("Gather", ["h", "perm"], "hp", axis=2),
          node("Slice", ["hp", "st", "en", "ax", "sp"], "s"), node("Split", ["s", "sp2"], ["s1", "s2"], axis=2),
-         node("Pow", ["s1", "two"], "p1"), node("Pow", ["s2", "three"], "p2"), node("Concat", ["p2", "p1"], "cc", axis=2),
+         node("Pow", ["s1", "two"], "p1"), node("Pow", ["s2", "three"], "p2"),
+         node("Concat", ["p2", "p1"], "cc", axis=2),
          node("Where", ["m", "cc", "h"], "w"), node("ReduceMean", ["w", "a1"], "mu", keepdims=1),
          node("Sub", ["w", "mu"], "z"), node("Div", ["z", "c"], "z2"), node("Mul", ["z2", "half"], "z3"),
          node("Transpose", ["z3"], "t", perm=[0, 2, 1]), node("Transpose", ["t"], "t2", perm=[0, 2, 1]),
@@ -493,7 +497,7 @@ def gpt2_small():
 def parents(slow: bool = False) -> List[tuple]:
     """(name, certificate) of every honest parent; each is checked CERTIFIED by the caller."""
     att, tie, mlp, shp = attention_graph(), tie_graph(), mlp_graph(), shapes_graph()
-    vec = {"type": "vectors", "dim": 3}
+    vec, tok6 = {"type": "vectors", "dim": 3}, {"type": "tokens", "vocab": 6}
     argmax = _argmax_labels(att, INPUTS)
     out = [("attention/mixed", honest(att, INPUTS, [0, 1, 2, 3, 0, 1], extra=("attention_layers", "relu_depth"))),
            ("attention/argmax", honest(att, INPUTS, argmax, extra=("n_nonzero", "total_bits"))),
@@ -504,10 +508,10 @@ def parents(slow: bool = False) -> List[tuple]:
            ("tie", honest(tie, [[0], [1], [2], [3]], [0, 1, 2, 0])),
            ("mlp", honest(mlp, MLP_INPUTS, _argmax_labels(mlp, MLP_INPUTS, inp=vec)[:4] + [0, 1], inp=vec,
                           extra=("relu_depth", "attention_layers"))),
-           ("shapes/last", honest(shp, SHAPE_INPUTS, _argmax_labels(shp, SHAPE_INPUTS, inp={"type": "tokens", "vocab": 6})[:3]
-                                  + [0, 2], inp={"type": "tokens", "vocab": 6}, extra=("n_nonzero", "total_bits"))),
-           ("shapes/all", honest(shp, SHAPE_INPUTS[:3], _argmax_labels(shp, SHAPE_INPUTS[:3], "all", {"type": "tokens", "vocab": 6})[:2]
-                                 + [[0, 1, 2, 0]], "all", {"type": "tokens", "vocab": 6}))]
+           ("shapes/last", honest(shp, SHAPE_INPUTS, _argmax_labels(shp, SHAPE_INPUTS, inp=tok6)[:3] + [0, 2],
+                                  inp=tok6, extra=("n_nonzero", "total_bits"))),
+           ("shapes/all", honest(shp, SHAPE_INPUTS[:3], _argmax_labels(shp, SHAPE_INPUTS[:3], "all", tok6)[:2]
+                                 + [[0, 1, 2, 0]], "all", tok6))]
     if slow:
         g = gpt2_small()
         ids = [[1, 5, 9, 3], [2, 2, 7, 15], [0, 11, 4, 8], [6, 6, 6, 6]]
@@ -891,7 +895,7 @@ def _run(engine: str, d: dict):
 
 def judge(o: M.Outcome) -> None:
     """Set ``o.problem`` / ``o.kill`` from the verdict and the oracle's finding."""
-    orc, st, w, d = o.oracle, o.status, o.witness or {}, o.mutant.doc
+    orc, st, w = o.oracle, o.status, o.witness or {}
     if st == "CRASH" or (st == "MALFORMED" and "the kernel met" in w.get("message", "")):
         o.problem = f"{st}: an exception escaped the kernel's checks"
         return
@@ -944,7 +948,8 @@ def _witness(o: M.Outcome, lenient: bool = False) -> Optional[str]:
     elif e != orc.first or w.get("reason") != orc.reason:
         return f"witness {w}: the oracle's first failure is example {orc.first} ({orc.reason})"
     if w.get("reason") == "conflicting_labels":
-        return None if w.get("same_input_as") == orc.conflicts.get(e) else f"witness {w}: first row {orc.conflicts.get(e)}"
+        first = orc.conflicts.get(e)
+        return None if w.get("same_input_as") == first else f"witness {w}: the input's first row is {first}"
     if w.get("reason") != "verdict" or w.get("claimed") != d["outputs"][e]:
         return f"witness {w}: not the claimed verdict of example {e}"
     allpos = d["model"]["readout"]["position"] == "all"

@@ -24,6 +24,42 @@ count, one input repeated with another label, and claims on every data quantity 
 above the data's δ², ``max_norm2`` lowered below its r²; sometimes exactly at the boundary, which
 holds). The oracle counts distinct inputs and the data quantities itself (``mutants.data_facts``).
 
+Issue 38 adds graph models (``model.graph``, docs/verify-format.md; ``tests/graph_mutants.py``).
+Parents, each CERTIFIED by the kernel and the fast engine first: the attention block of
+``tests/test_graph_kernel.py`` with four label sets (one read at every position, one with an
+``unknown`` claim), its exact tie graph, an MLP on vectors (Gemm, Relu, LayerNormalization, Gelu,
+Softmax) and an exact graph of shape ops (Gather, Transpose, Slice, Split, Pow, Concat, Where,
+ReduceMean, Unsqueeze, Squeeze, Reshape; read at the last and at every position). Families:
+weight nudges in ``values`` constants (the final weight entry of an example's label or runner-up
+class, or a random entry; ± a small dyadic or a large step), ``ints`` edits (Gather index, Slice
+start/end/step, Reshape entry, Transpose perm, an axis), label flips, claimed-verdict flips
+(``pass`` <-> ``fail``, to ``unknown``), claim edits (``n_pass`` / ``n_fail`` off by one; size
+claims off by one or at the boundary), structural edits (a node removed, bypassed, duplicated,
+reordered; an input renamed; an op replaced by one of the same arity; Softmax axis, Gemm
+transA/transB/alpha/beta, LayerNormalization epsilon, Gelu approximate changed) and data edits (an
+input repeated with another label, a token changed). The oracle shares no code with
+``exactmem/kernel/graph.py``: the producer's op table (``exactmem/verify/kernels.py``) on Fractions
+for exact graphs, in python-flint balls at 1,024 bits after an irrational step; structure, claims,
+distinct inputs and parameters (``ints`` read as values included) are counted in the test module. A
+structurally invalid mutant must be MALFORMED (one line, never "the kernel met ..."); UNKNOWN only
+after an irrational step with a margin below 2^-40 (or a true division by 0). The fast engine hands
+graph models to the kernel; the same engine split and the every-fifth agreement check apply.
+
+Counts (seed 0): 2,982 layer-model mutants and 2,749 graph-model mutants, 5,731 in all; per graph
+family: nudge-margin-small 136, nudge-margin-large 136, nudge-random-small 136, nudge-random-large
+136, ints-gather-index 102, ints-slice 34, ints-reshape 51, ints-transpose-perm 89, ints-axis 126,
+label-flip 133, verdict-flip 78, verdict-unknown 130, claim-n_pass 48, claim-n_fail 48,
+claim-size-off-by-one 136, claim-size-boundary 136, node-removed 123, node-bypassed 123,
+node-duplicated 129, nodes-reordered 99, input-renamed 136, op-replaced 127, attribute-changed 85,
+row-repeated-other-label 136, token-changed 136 (550 of them also checked by the other engine). Graph
+verdicts: 1,256 REFUTED, 717 MALFORMED, 774 CERTIFIED (the oracle agrees), 2 UNKNOWN (an Add
+replaced by Div, whose divisor holds a true 0), 0 problems. ``-m slow`` adds a 1-layer GPT-2-like graph
+(``tests/graph_gpt2.py``) and 40 mutants per kind and parent: 6,433 graph-model mutants, 0 problems.
+
+Found by the graph families: ``Div`` whose inputs do not broadcast was UNKNOWN (not malformed) when
+its divisor held a 0; the kernel now checks the shapes first (regression test in
+``tests/test_graph_kernel.py``).
+
 ``python -m pytest tests/test_adversarial.py -s`` prints the counts per mutation kind.
 """
 
