@@ -24,6 +24,42 @@ count, one input repeated with another label, and claims on every data quantity 
 above the data's δ², ``max_norm2`` lowered below its r²; sometimes exactly at the boundary, which
 holds). The oracle counts distinct inputs and the data quantities itself (``mutants.data_facts``).
 
+Issue 38 adds graph models (``model.graph``, docs/verify-format.md; ``tests/graph_mutants.py``).
+Parents, each CERTIFIED by the kernel and the fast engine first: the attention block of
+``tests/test_graph_kernel.py`` with four label sets (one read at every position, one with an
+``unknown`` claim), its exact tie graph, an MLP on vectors (Gemm, Relu, LayerNormalization, Gelu,
+Softmax) and an exact graph of shape ops (Gather, Transpose, Slice, Split, Pow, Concat, Where,
+ReduceMean, Unsqueeze, Squeeze, Reshape; read at the last and at every position). Families:
+weight nudges in ``values`` constants (the final weight entry of an example's label or runner-up
+class, or a random entry; ± a small dyadic or a large step), ``ints`` edits (Gather index, Slice
+start/end/step, Reshape entry, Transpose perm, an axis), label flips, claimed-verdict flips
+(``pass`` <-> ``fail``, to ``unknown``), claim edits (``n_pass`` / ``n_fail`` off by one; size
+claims off by one or at the boundary), structural edits (a node removed, bypassed, duplicated,
+reordered; an input renamed; an op replaced by one of the same arity; Softmax axis, Gemm
+transA/transB/alpha/beta, LayerNormalization epsilon, Gelu approximate changed) and data edits (an
+input repeated with another label, a token changed). The oracle shares no code with
+``exactmem/kernel/graph.py``: the producer's op table (``exactmem/verify/kernels.py``) on Fractions
+for exact graphs, in python-flint balls at 1,024 bits after an irrational step; structure, claims,
+distinct inputs and parameters (``ints`` read as values included) are counted in the test module. A
+structurally invalid mutant must be MALFORMED (one line, never "the kernel met ..."); UNKNOWN only
+after an irrational step with a margin below 2^-40 (or a true division by 0). The fast engine hands
+graph models to the kernel; the same engine split and the every-fifth agreement check apply.
+
+Counts (seed 0): 2,982 layer-model mutants and 2,749 graph-model mutants, 5,731 in all; per graph
+family: nudge-margin-small 136, nudge-margin-large 136, nudge-random-small 136, nudge-random-large
+136, ints-gather-index 102, ints-slice 34, ints-reshape 51, ints-transpose-perm 89, ints-axis 126,
+label-flip 133, verdict-flip 78, verdict-unknown 130, claim-n_pass 48, claim-n_fail 48,
+claim-size-off-by-one 136, claim-size-boundary 136, node-removed 123, node-bypassed 123,
+node-duplicated 129, nodes-reordered 99, input-renamed 136, op-replaced 127, attribute-changed 85,
+row-repeated-other-label 136, token-changed 136 (550 of them also checked by the other engine). Graph
+verdicts: 1,256 REFUTED, 717 MALFORMED, 774 CERTIFIED (the oracle agrees), 2 UNKNOWN (an Add
+replaced by Div, whose divisor holds a true 0), 0 problems. ``-m slow`` adds a 1-layer GPT-2-like graph
+(``tests/graph_gpt2.py``) and 40 mutants per kind and parent: 6,433 graph-model mutants, 0 problems.
+
+Found by the graph families: ``Div`` whose inputs do not broadcast was UNKNOWN (not malformed) when
+its divisor held a 0; the kernel now checks the shapes first (regression test in
+``tests/test_graph_kernel.py``).
+
 ``python -m pytest tests/test_adversarial.py -s`` prints the counts per mutation kind.
 """
 
@@ -37,7 +73,9 @@ from types import SimpleNamespace
 
 import pytest
 
+import graph_mutants as GM
 import mutants as M
+from exactmem.certificate.fastcheck import check_certificate_fast
 from exactmem.kernel.checker import canonical_hash, check_certificate, load_certificate
 from exactmem.pipeline.certify import certify_instance
 from exactmem.pipeline.loader import load_proof_file
@@ -276,3 +314,132 @@ def test_oracle_measure_agrees_with_the_checker_on_unequal_heads():
     doc = build_certificate("t", "i", 0, model, data, [[3 * one, 2 * one]], [])
     assert check_certificate(doc).measured["width"] == 6  # Σ s_h = 5 + 1
     assert measure(model).width == 6  # measure() said max(s_h)·H = 10 before it followed the spec
+
+
+# ------------------------------------------------------------------ graph models (issue 38)
+
+#: Mutants per kind and parent certificate (default run), and for the ``slow`` variant (which adds
+#: the GPT-2-like graph of tests/graph_gpt2.py as a parent).
+GRAPH_PER_KIND, GRAPH_PER_KIND_SLOW = 17, 40
+MIN_GRAPH_MUTANTS, MIN_ALL_MUTANTS = 2500, 5000
+
+
+def _graph_campaign(slow: bool):
+    t0 = time.perf_counter()
+    parents = GM.parents(slow=slow)
+    for name, doc in parents:  # honest parents: the kernel and the fast engine certify them
+        v = check_certificate(doc)
+        assert v.status == "CERTIFIED", (name, v.message)
+        assert check_certificate_fast(doc).to_json() == v.to_json(), name
+    per = GRAPH_PER_KIND_SLOW if slow else GRAPH_PER_KIND
+    muts = [m for name, doc in parents for m in GM.generate(doc, seed=SEED, per_kind=per, source=name)]
+    oracles = [GM.oracle(m.doc) for m in muts]
+    t1 = time.perf_counter()
+    camp = GM.run_campaign(muts, oracles, agree_every=5)
+    camp.seconds, camp.oracle_seconds, camp.parents = time.perf_counter() - t1, t1 - t0, parents
+    return camp
+
+
+@pytest.fixture(scope="module")
+def graph_campaign():
+    return _graph_campaign(slow=False)
+
+
+def _report(camp, layer_total=None):
+    outs = camp.outcomes
+    print(f"\n{len(outs)} graph-model mutants of {len(camp.parents)} certificates (generation + oracle "
+          f"{camp.oracle_seconds:.1f} s, checking {camp.seconds:.1f} s; {camp.agreement_checked} also checked by "
+          f"the other engine; slowest check {max(o.seconds for o in outs):.2f} s)")
+    print(camp.table())
+    print(f"verdicts: {dict(Counter(o.status for o in outs))}; kills (REFUTED or MALFORMED, oracle: wrong): "
+          f"{camp.kills}; engines: {dict(Counter(o.engine for o in outs))}")
+    if layer_total is not None:
+        print(f"all mutants: {layer_total} layer-model + {len(outs)} graph-model = {layer_total + len(outs)}")
+    assert not camp.false_certified, "\n".join(M.iter_problems(camp))
+    assert not camp.problems, "\n".join(M.iter_problems(camp))
+
+
+def test_graph_models_no_false_certified_and_every_wrong_mutant_killed(planted, graph_campaign):
+    _report(graph_campaign, len(planted.mutants))
+
+
+def test_graph_models_enough_mutants_of_every_family(planted, graph_campaign):
+    outs = graph_campaign.outcomes
+    assert len(outs) >= MIN_GRAPH_MUTANTS and len(outs) + len(planted.mutants) >= MIN_ALL_MUTANTS
+    kinds = Counter(o.mutant.kind for o in outs)
+    assert set(kinds) == set(GM.MUTATIONS) and min(kinds.values()) >= 30, kinds
+    assert {o.mutant.source.split("/")[0] for o in outs} == {"attention", "tie", "mlp", "shapes"}
+    assert Counter(o.engine for o in outs) == {"fast": (len(outs) + 1) // 2, "pure": len(outs) // 2}
+    assert graph_campaign.kills >= 0.6 * len(outs)
+    assert sum(o.status == "CERTIFIED" and o.oracle.wrong is False for o in outs) >= 500  # neutral edits
+    assert sum(o.oracle.wrong is None for o in outs) <= len(outs) // 100  # the oracle abstains rarely
+    # exact graphs (tie, shapes) are decided exactly: no UNKNOWN there but a true division by 0
+    assert all(o.status != "UNKNOWN" or o.oracle.approximate or o.oracle.div0 for o in outs)
+
+
+def test_graph_models_witnesses_by_family(graph_campaign):
+    by = {k: [o for o in graph_campaign.outcomes if o.mutant.kind == k] for k in GM.MUTATIONS}
+    # a flipped claimed verdict is always refuted by the re-derived scores of that very example
+    assert all(o.status == "REFUTED" and o.witness["reason"] == "verdict" for o in by["graph:verdict-flip"])
+    # size claims off by one are refuted naming the claim; at the boundary half hold
+    assert all(o.status == "REFUTED" and o.witness["claim"]["quantity"] in ("n_params", "max_bits", "width", "depth")
+               for o in by["graph:claim-size-off-by-one"])
+    st = Counter(o.status for o in by["graph:claim-size-boundary"])
+    assert st["CERTIFIED"] >= 20 and st["REFUTED"] >= 20, st
+    for k in ("graph:claim-n_pass", "graph:claim-n_fail"):
+        assert all(o.status == "CERTIFIED" or o.witness["claim"]["quantity"] == k[-6:] for o in by[k])
+        assert sum(o.status == "REFUTED" for o in by[k]) >= 20
+    # one input with two labels: the conflict, or the copy's own claim when it comes first
+    assert all(o.status == "REFUTED" for o in by["graph:row-repeated-other-label"])
+    assert sum(o.witness["reason"] == "conflicting_labels" for o in by["graph:row-repeated-other-label"]) >= 40
+    # a removed node leaves a name undefined (or the output): malformed, one line
+    assert all(o.status == "MALFORMED" and "\n" not in o.witness["message"] for o in by["graph:node-removed"])
+    # weight nudges: the large ones change verdicts, the small ones mostly do not
+    for k in ("graph:nudge-margin-large", "graph:nudge-random-large"):
+        assert sum(o.status == "REFUTED" for o in by[k]) >= 40, k
+    for k in ("graph:nudge-margin-small", "graph:nudge-random-small"):
+        assert sum(o.status == "CERTIFIED" for o in by[k]) >= 40, k
+    for k in ("graph:op-replaced", "graph:attribute-changed", "graph:input-renamed", "graph:ints-gather-index",
+              "graph:token-changed", "graph:label-flip"):
+        assert sum(o.status == "REFUTED" for o in by[k]) >= 10, k
+
+
+def test_graph_models_engines_agree_on_a_sample(graph_campaign):
+    """The fast engine hands graph models to the kernel (``fast_supported``: softmax_at 0); a
+    fifth of the mutants runs through both, with the same status and witness."""
+    assert graph_campaign.agreement_checked >= len(graph_campaign.outcomes) // 5
+
+
+def test_graph_harness_catches_a_checker_that_always_certifies(graph_campaign, monkeypatch):
+    monkeypatch.setitem(M.CHECKERS, "pure", _always_certified)
+    monkeypatch.setitem(M.CHECKERS, "fast", _always_certified)
+    muts = [o.mutant for o in graph_campaign.outcomes]
+    camp = GM.run_campaign(muts, [o.oracle for o in graph_campaign.outcomes], agree_every=0)
+    wrong = sum(o.oracle.wrong is True and not o.oracle.unsure for o in graph_campaign.outcomes)
+    assert wrong >= MIN_GRAPH_MUTANTS // 2 and len(camp.false_certified) == wrong
+    assert all(o.problem for o in camp.false_certified)
+    assert sum("FALSE CERTIFIED" in o.problem for o in camp.false_certified) >= wrong // 2
+
+
+def test_graph_harness_catches_a_checker_that_ignores_claimed_verdicts(graph_campaign, monkeypatch):
+    """A planted checker bug: every claimed verdict is taken as 'unknown' (nothing re-derived)."""
+    def ignores(doc, max_precision=None):
+        d = copy.deepcopy(doc)
+        d["outputs"] = ["unknown"] * len(d["outputs"])
+        d["claims"] = [c for c in d["claims"] if c["quantity"] not in ("n_pass", "n_fail")]
+        d["hash"] = canonical_hash(d)
+        return check_certificate(d, max_precision)
+
+    monkeypatch.setitem(M.CHECKERS, "pure", ignores)
+    monkeypatch.setitem(M.CHECKERS, "fast", ignores)
+    pick = [o for o in graph_campaign.outcomes if o.mutant.kind in ("graph:verdict-flip", "graph:label-flip")]
+    camp = GM.run_campaign([o.mutant for o in pick], [o.oracle for o in pick], agree_every=0)
+    assert len(camp.false_certified) >= 50 and all("FALSE CERTIFIED" in o.problem for o in camp.false_certified)
+
+
+@pytest.mark.slow
+def test_graph_models_larger_campaign_with_a_gpt2_like_graph(planted):
+    """More mutants per kind, and a 1-layer GPT-2-like graph (tests/graph_gpt2.py, width 8, 2 heads)."""
+    camp = _graph_campaign(slow=True)
+    _report(camp, len(planted.mutants))
+    assert any(o.mutant.source == "gpt2-small" for o in camp.outcomes) and len(camp.outcomes) >= 6000

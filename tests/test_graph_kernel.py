@@ -302,6 +302,21 @@ def test_shape_mismatch_is_malformed_naming_the_node():
         check_certificate(doc(g, [[0]], [5], ["pass"]))
 
 
+def test_div_whose_shapes_do_not_fit_is_malformed_even_by_zero():
+    """Found by the graph mutants of tests/test_adversarial.py (a MatMul replaced by Div): the divisor
+    [2, 3] holds zeros and does not broadcast with [1, 1, 2]; the kernel answered UNKNOWN (division
+    by an interval containing 0) before it checked the shapes. Shapes come first: malformed."""
+    g = tie_graph()
+    g["nodes"][1]["op"] = "Div"
+    with pytest.raises(MalformedCertificate, match=r"nodes\[1\] \(Div\).*do not broadcast"):
+        check_certificate(doc(g, [[0]], [0], ["pass"]))
+    g["constants"]["W"] = values([2], [0, 1])  # shapes fit: a true 0 divisor stays undecided
+    g["nodes"].append(node("Reshape", ["y", "s"], "z"))
+    g["constants"]["s"] = ints([3], [1, 1, 2])
+    g["output"] = "z"
+    assert check_certificate(doc(g, [[1]], [1], ["pass"])).status == "UNKNOWN"
+
+
 def test_graph_claims_only_on_graph_models():
     d = doc(tie_graph(), [[0]], [0], ["pass"])
     d["model"]["layers"] = []

@@ -209,6 +209,7 @@ def op_recip(cx, a, x):
 
 
 def op_div(cx, a, x, y):
+    bshape(x.shape, y.shape)  # shapes first: inputs that do not fit are malformed even when y reaches 0
     return op_mul(cx, a, x, op_recip(cx, a, y))
 
 
