@@ -26,3 +26,55 @@ def report_error(message: object, file=None) -> int:
 def plural(count: int, noun: str, plural_form: str = "") -> str:
     """``1 point``, ``2 points`` (``plural_form`` for irregular nouns)."""
     return f"{count:,} {noun if count == 1 else plural_form or noun + 's'}"
+
+
+class WriteError(OSError):
+    """Writing a user's file failed. The message names the user's path (never a temporary name)
+    and the reason in words (never raw ``[Errno …]`` text); an ``OSError``, so handlers of
+    ``OSError`` catch it."""
+
+
+_REASONS = {"EACCES": "permission denied", "EPERM": "permission denied", "ENOSPC": "no space left on the device",
+            "EROFS": "the file system is read-only", "EDQUOT": "the disk quota is exceeded",
+            "ENAMETOOLONG": "the name is too long", "EFBIG": "the file is too large", "EIO": "an input/output error",
+            "EISDIR": "it is a directory", "ETXTBSY": "the file is busy", "EMFILE": "too many open files"}
+
+
+def os_reason(exc: BaseException, path: str) -> str:
+    """Why writing ``path`` failed, in words, from the ``OSError`` ``exc`` (any temporary name it
+    mentions is not repeated)."""
+    import errno
+    import os
+
+    if isinstance(exc, WriteError):
+        return str(exc)
+    given_dir = os.path.dirname(str(path)) or "."
+    code = errno.errorcode.get(getattr(exc, "errno", None) or -1, "")
+    if code == "ENOENT" or code == "ENOTDIR" or code == "EEXIST":
+        # walk up to the first component that is missing or not a directory
+        d = os.path.abspath(given_dir)
+        probe = d
+        while probe and not os.path.exists(probe):
+            parent = os.path.dirname(probe)
+            if parent == probe:
+                break
+            probe = parent
+        if os.path.exists(probe) and not os.path.isdir(probe):
+            return f"{probe} is not a directory"
+        if not os.path.isdir(d):
+            return f"no such directory {given_dir}"
+    if code == "EISDIR" or os.path.isdir(str(path)):
+        return "it is a directory"
+    if code in _REASONS:
+        return _REASONS[code]
+    words = getattr(exc, "strerror", None) or type(exc).__name__
+    return str(words)[:1].lower() + str(words)[1:]
+
+
+def write_error(path: str, exc: BaseException) -> WriteError:
+    """``WriteError("cannot write PATH: REASON")`` for an ``OSError`` raised while writing ``path``."""
+    if isinstance(exc, WriteError):
+        return exc
+    err = WriteError(f"cannot write {path}: {os_reason(exc, path)}")
+    err.errno = getattr(exc, "errno", None)
+    return err

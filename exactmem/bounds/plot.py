@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..errors import write_error
 from .next_token import min_W_next_token
 from .seq2seq import Family, min_W, min_W_sharp
 
@@ -133,6 +134,8 @@ def make_plot(path: str, N_values: Sequence[int] = N_VALUES, nN_values: Sequence
     try:
         fig.savefig(tmp, dpi=110)
         os.replace(tmp, path)  # never leave a half-written plot under the final name
+    except OSError as e:  # name the user's path and the reason, never the temporary name
+        raise write_error(path, e) from None
     finally:
         plt.close(fig)
         if os.path.exists(tmp):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ..arith.steps import Report
+from ..errors import write_error
 
 SIZES = ("small", "medium", "large", "xlarge", "xxlarge")  # the --size levels of exactmem.proof
 
@@ -80,7 +81,7 @@ def run_bound_theorems(theorems: Sequence[BoundTheorem], size: str = "small", on
                 try:
                     write_document(build(dict(inst.params)), cert)
                 except OSError as e:
-                    raise BoundsFileError(f"cannot write {cert}: {e.strerror or e}") from None
+                    raise BoundsFileError(str(write_error(cert, e))) from None
             row = BoundRow(th.name, inst.name, rep.ok, len(rep.failed), len(rep.repaired), len(rep.steps),
                            time.perf_counter() - t0, rep, cert)
             rows.append(row)

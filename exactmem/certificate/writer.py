@@ -21,6 +21,7 @@ from ..model.layers import Model
 from ..model.serialize import model_to_json
 from ..arith.numbers import format_rational, to_rational
 from ..kernel.checker import canonical_hash
+from ..errors import write_error
 from ..kernel.schema import CHUNK_FORMAT, QUANTITIES
 
 FORMAT = "exactmem-certificate"
@@ -160,13 +161,24 @@ def chunked_document(doc: Dict[str, Any], chunks: List[Dict[str, Any]]) -> Dict[
     return new
 
 
-def write_bytes_atomic(data: bytes, path: str) -> None:
+def write_bytes_atomic(data: bytes, path: str, make_dirs: bool = True) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename: never a partial file.
 
     The file gets the mode a plain ``open(path, "wb")`` would give, ``0o666`` less the umask
-    (``mkstemp`` alone leaves 0600, unreadable by the group under the usual umask 022)."""
+    (``mkstemp`` alone leaves 0600, unreadable by the group under the usual umask 022).
+    ``make_dirs``: create the missing folders of ``path``. A failure raises
+    ``exactmem.errors.WriteError`` (an ``OSError``): ``cannot write PATH: REASON``, naming
+    ``path``, never the temporary name."""
+    try:
+        _write_bytes_atomic(data, path, make_dirs)
+    except OSError as e:
+        raise write_error(path, e) from e
+
+
+def _write_bytes_atomic(data: bytes, path: str, make_dirs: bool) -> None:
     directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
+    if make_dirs:
+        os.makedirs(directory, exist_ok=True)
     try:  # the umask, read without changing it (Linux >= 4.7) ...
         with open("/proc/self/status", encoding="ascii") as st:
             umask = next(int(line.split()[1], 8) for line in st if line.startswith("Umask:"))

@@ -134,12 +134,23 @@ def _cmd_inspect(args) -> int:
             return report_error(e)
         print(f"wrote {out} ({verdict})")
         return EXIT_OK
+    import os
+
     from ..kernel.checker import MalformedCertificate, load_certificate
     from ..model.serialize import model_from_json
     from ..model.summary import summarize
 
+    if os.path.isdir(args.cert):  # the same words as `check` (one clause, no "cannot read … cannot read")
+        return report_error(f"{args.cert} is a directory, not a certificate file (give a .json or .json.gz file)")
+    if not os.path.exists(args.cert):
+        return report_error(f"no such certificate file: {args.cert}")
     try:
         doc = load_certificate(args.cert)
+    except (MalformedCertificate, OSError) as e:  # the kernel's message names the file already
+        if args.debug:
+            raise
+        return report_error(f"malformed certificate: {e}" if isinstance(e, MalformedCertificate) else e)
+    try:
         model = model_from_json(doc["model"])
     except (MalformedCertificate, KeyError, ValueError, TypeError) as e:
         if args.debug:

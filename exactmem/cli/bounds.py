@@ -25,6 +25,8 @@ import json
 import sys
 from typing import List
 
+from ..errors import write_error
+
 EXIT_OK, EXIT_FAILED, EXIT_UNDECIDED, EXIT_BAD_INPUT = 0, 1, 2, 3
 DEFAULT_FILE = "lower_bounds"  # the packaged exactmem/proofs/lower_bounds.py, from any directory
 DEFAULT_ARCH = "d=1,m=1,s=1,H=1,q=1,L=2"
@@ -185,7 +187,7 @@ def _write_certificate(args, doc) -> None:
     except OSError as e:
         from ..bounds.arch import BoundsInputError
 
-        raise BoundsInputError(f"cannot write --certificate {args.certificate}: {e.strerror or e}") from None
+        raise BoundsInputError(f"--certificate: {write_error(args.certificate, e)}") from None
     out = sys.stderr if getattr(args, "json", False) else sys.stdout
     print(f"\nwrote lower-bound certificate {args.certificate}: {len(doc['steps'])} steps for "
           f"`python -m exactmem check {args.certificate}`", file=out)

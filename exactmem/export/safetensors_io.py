@@ -10,6 +10,8 @@ import os
 import struct
 from typing import Any, Dict, Optional, Tuple
 
+from ..errors import write_error
+
 
 # ----------------------------------------------------------------------------- safetensors
 
@@ -57,12 +59,17 @@ def write_safetensors(path: str, tensors: Dict[str, Any], metadata: Optional[Dic
     h = json.dumps(header, separators=(",", ":")).encode("utf-8")
     h += b" " * (-len(h) % 8)
     tmp = path + ".partial"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(struct.pack("<Q", len(h)))
+            f.write(h)
+            for b in blobs:
+                f.write(b)
+        os.replace(tmp, path)
+    except OSError as e:  # name the user's path and the reason, never the temporary name
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise write_error(path, e) from None
     return path
 
 

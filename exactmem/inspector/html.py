@@ -26,6 +26,7 @@ import os
 import time
 from typing import Any, Dict, List, Tuple
 
+from ..certificate.writer import write_bytes_atomic
 from .html_base import (MAX_LAYER_ROWS, MAX_ROWS, InspectError, clip, esc, page, png_img,  # noqa: F401
                                  table, verdict_html)
 
@@ -37,10 +38,16 @@ def write_html(cert_path: str, out_path: str, max_rows: int = MAX_ROWS, limits=N
     from ..certificate.chunkfiles import chunk_reader
 
     limits = limits or Limits()
+    if os.path.isdir(cert_path):  # the words of `check`, one clause each
+        raise InspectError(f"{cert_path} is a directory, not a certificate file (give a .json or .json.gz file)")
+    if not os.path.exists(cert_path):
+        raise InspectError(f"no such certificate file: {cert_path}")
     try:
         doc = load_certificate(cert_path, limits)
-    except (MalformedCertificate, OSError) as e:
-        raise InspectError(f"cannot read {cert_path}: {e}") from None
+    except MalformedCertificate as e:  # the kernel's message names the file already
+        raise InspectError(f"malformed certificate: {e}") from None
+    except OSError as e:
+        raise InspectError(str(e)) from None
     read_chunk = chunk_reader(os.path.dirname(os.path.abspath(cert_path)), limits)
     try:
         if isinstance(doc, dict) and doc.get("format") == LOWER_BOUND_FORMAT:
@@ -51,10 +58,8 @@ def write_html(cert_path: str, out_path: str, max_rows: int = MAX_ROWS, limits=N
             text, v = certificate_page(doc, os.path.basename(cert_path), read_chunk, limits, max_rows)
     except MalformedCertificate as e:
         raise InspectError(f"malformed certificate {cert_path}: {e}") from None
-    tmp = out_path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, out_path)
+    # a temporary file, then a rename; an error names out_path and the reason (never the temporary name)
+    write_bytes_atomic(text.encode("utf-8"), out_path, make_dirs=False)
     return out_path, f"{v.status}: {v.message}"
 
 

@@ -4,6 +4,7 @@ Float vectors become the rationals they denote."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -55,6 +56,8 @@ class Examples:
 
 
 def load_npz(path: str):
+    if os.path.isdir(path):
+        raise VerifyInputError(f"{path} is a directory, not a .npz file of inputs and labels")
     try:
         with np.load(path, allow_pickle=False) as z:
             missing = [k for k in ("inputs", "labels") if k not in z.files]

@@ -157,6 +157,11 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
         raise VerifyInputError("--workers must be at least 1")
     if max_precision < 64:
         raise VerifyInputError("--max-precision must be at least 64 bits")
+    if isinstance(model, (str, os.PathLike)):  # the model first: `verify DIR --data X` blames the model, not --data
+        if os.path.isdir(model):
+            raise VerifyInputError(f"{model} is a directory, not an ONNX model file (give MODEL.onnx)")
+        if not os.path.exists(model):
+            raise VerifyInputError(f"{model}: no such ONNX model file")
     ex = given_examples(inputs, labels, data, position)
     if hasattr(model, "state_dict") and hasattr(model, "forward"):
         mp = export_torch(model, ex.raw[:1], quiet=quiet)
