@@ -78,3 +78,31 @@ def write_error(path: str, exc: BaseException) -> WriteError:
     err = WriteError(f"cannot write {path}: {os_reason(exc, path)}")
     err.errno = getattr(exc, "errno", None)
     return err
+
+
+def install_hint(extra: str) -> str:
+    """The one install hint, in the form that works from this repository (exactmem is not on the
+    package index): ``pip install -e '.[EXTRA]' (from the repository root)``."""
+    return f"pip install -e '.[{extra}]' (from the repository root)"
+
+
+class MissingExtra(ImportError):
+    """An optional package is not installed; the message (one line) names what needs it, the
+    package and the extra that pulls it, with ``install_hint``."""
+
+
+def missing_extra(what: str, package: str, extra: str) -> MissingExtra:
+    """``MissingExtra("WHAT needs PACKAGE, which is not installed: pip install -e '.[EXTRA]' …")``."""
+    return MissingExtra(f"{what} needs {package}, which is not installed: {install_hint(extra)}")
+
+
+def require(package: str, extra: str, what: str) -> None:
+    """Raise ``missing_extra(...)`` unless ``package`` can be imported (a lookup, not an import)."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise missing_extra(what, package, extra)

@@ -416,7 +416,8 @@ def test_cli_run_lower_bounds_file(capsys):
 def test_plot_missing_matplotlib_message(monkeypatch, capsys, tmp_path):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert main(["bounds", "plot", "--quick", "--out", str(tmp_path / "p.png")]) == 3
-    assert "pip install 'exactmem[plot]'" in capsys.readouterr().err
+    assert capsys.readouterr().err == ("exactmem: error: bounds plot needs matplotlib, which is not installed: "
+                                       "pip install -e '.[plot]' (from the repository root)\n")
     assert not (tmp_path / "p.png").exists()
 
 

@@ -105,3 +105,87 @@ def test_inspect_a_missing_or_malformed_file_is_one_clause(html, tmp_path, capsy
     msg = _one_error(["inspect", tmp_path / "bad.json", *more], capsys)
     assert msg == (f"malformed certificate: {tmp_path / 'bad.json'}: invalid or truncated JSON "
                    "(Expecting property name enclosed in double quotes at line 1 column 2)")
+
+
+# ----------------------------------------------------------------------------- install hints
+
+def test_every_install_hint_works_from_this_repository():
+    """No ``pip install 'exactmem[...]'`` anywhere (exactmem is not on the package index): the
+    hints in the package and the docs are ``pip install -e '.[EXTRA]'`` (or packages by name)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    bad = []
+    for p in [*root.joinpath("exactmem").rglob("*.py"), *root.joinpath("docs").rglob("*.md"), root / "README.md"]:
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"pip install\s+['\"]?exactmem\[", line):
+                bad.append(f"{p.relative_to(root)}:{i}: {line.strip()}")
+    assert not bad, bad
+
+
+def test_install_hint_has_one_form():
+    from exactmem.errors import install_hint, missing_extra
+
+    assert install_hint("verify") == "pip install -e '.[verify]' (from the repository root)"
+    assert str(missing_extra("reading ONNX", "onnx", "verify")) == (
+        "reading ONNX needs onnx, which is not installed: pip install -e '.[verify]' (from the repository root)")
+
+
+def _hide(monkeypatch, *names):
+    """Make ``names`` look uninstalled: ``find_spec`` says None and importing fails."""
+    import builtins
+    import importlib.util
+    import sys
+
+    real_find, real_import = importlib.util.find_spec, builtins.__import__
+    for n in list(sys.modules):
+        if n.split(".")[0] in names:
+            monkeypatch.delitem(sys.modules, n)
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda n, *a, **k: None if n.split(".")[0] in names else real_find(n, *a, **k))
+
+    def imp(name, *a, **k):
+        if name.split(".")[0] in names:
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", imp)
+
+
+def test_tutorial_1_figures_without_matplotlib_name_the_plot_extra(monkeypatch):
+    """Tutorial 1's figures (``attention_figure``, ``activations_figure``) without matplotlib:
+    one clear error naming the ``plot`` extra, not a raw ``ModuleNotFoundError``."""
+    from exactmem.errors import MissingExtra
+    from exactmem.inspector.text import activations_figure, attention_figure
+
+    _hide(monkeypatch, "matplotlib")
+    for fn in (attention_figure, activations_figure):
+        with pytest.raises(MissingExtra) as e:
+            fn(None)
+        assert str(e.value) == (f"{fn.__name__} needs matplotlib, which is not installed: "
+                                "pip install -e '.[plot]' (from the repository root)")
+
+
+def test_library_entry_points_name_their_extra(monkeypatch):
+    from exactmem.errors import MissingExtra
+    from exactmem.export.torch_module import to_torch
+    from exactmem.verify.onnx_import import VerifyInputError, load_onnx
+
+    _hide(monkeypatch, "onnx", "torch")
+    with pytest.raises(VerifyInputError) as e:
+        load_onnx("model.onnx")
+    assert str(e.value) == "reading ONNX needs onnx, which is not installed: pip install -e '.[verify]' (from the repository root)"
+    with pytest.raises(MissingExtra) as e:
+        to_torch(None)
+    assert str(e.value) == "to_torch needs torch, which is not installed: pip install -e '.[torch]' (from the repository root)"
+
+
+def test_verify_without_onnx_is_one_line(tmp_path, capsys, monkeypatch):
+    import numpy as np
+
+    (tmp_path / "m.onnx").write_bytes(b"x")
+    np.savez(tmp_path / "d.npz", inputs=np.array([[0, 1]]), labels=np.array([1]))
+    _hide(monkeypatch, "onnx")
+    msg = _one_error(["verify", tmp_path / "m.onnx", "--data", tmp_path / "d.npz"], capsys)
+    assert msg == "reading ONNX needs onnx, which is not installed: pip install -e '.[verify]' (from the repository root)"

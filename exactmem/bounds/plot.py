@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..errors import write_error
+from ..errors import missing_extra, write_error
 from .next_token import min_W_next_token
 from .seq2seq import Family, min_W, min_W_sharp
 
@@ -96,8 +96,7 @@ def make_plot(path: str, N_values: Sequence[int] = N_VALUES, nN_values: Sequence
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as e:
-        raise PlotUnavailable("matplotlib is not installed; install the plot extra: "
-                              "pip install 'exactmem[plot]' (or pip install matplotlib)") from e
+        raise PlotUnavailable(str(missing_extra("bounds plot", "matplotlib", "plot"))) from e
     S = series(N_values, nN_values, d, sharp_n, family)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5))
     style = {"baseline": dict(linestyle="--"), "Thm": dict(marker="o")}

@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Dict, List
 
+from ..errors import install_hint
+
 # name -> module (imported only when the experiment is listed in detail or run)
 EXPERIMENTS: Dict[str, str] = {
     "kajitsuka-fig3": "kajitsuka_fig3",
@@ -157,8 +159,8 @@ def require_torch():
     try:
         import torch
     except ImportError:
-        raise ExperimentError("the experiments train with PyTorch: pip install -e '.[experiments]' "
-                              "(torch==2.13.0, the CPU build)") from None
+        raise ExperimentError(f"the experiments train with PyTorch (torch==2.13.0, the CPU build): "
+                              f"{install_hint('experiments')}") from None
     return torch
 
 

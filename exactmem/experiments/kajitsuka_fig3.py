@@ -36,6 +36,7 @@ import time
 from statistics import median
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..errors import install_hint
 from .base import Experiment, ExperimentError, Record, RunConfig, require_torch
 from . import kajitsuka_train as K
 
@@ -89,7 +90,7 @@ def require_optuna():
         import optuna
     except ImportError:
         raise ExperimentError("kajitsuka-fig3 tunes learning rate and warm-up with Optuna (App. H): "
-                              "pip install -e '.[experiments]'") from None
+                              f"{install_hint('experiments')}") from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     return optuna
 

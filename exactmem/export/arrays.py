@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Dict, List, Tuple
 
+from ..errors import missing_extra
 from ..model.layers import Affine, Attention, Embed, FeedForward, Model
 from ..arith.numbers import bits
 from .formats import get_format, round_to_format
@@ -215,7 +216,7 @@ def save(model: Any, path: str, dtype: str = "float32", backend: str = "auto") -
     elif path.endswith(".safetensors"):
         pkg = _safetensors_package() if backend in ("auto", "package") else None
         if backend == "package" and pkg is None:
-            raise ImportError("the safetensors package is not installed (pip install 'exactmem[safetensors]')")
+            raise missing_extra("backend='package'", "safetensors", "safetensors")
         meta = {"exactmem": json.dumps(spec), "format": "pt"}
         if pkg is not None and fmt.name != "bfloat16":
             pkg.save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, path, metadata=meta)

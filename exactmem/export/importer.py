@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from ..errors import missing_extra
 from ..data.dataset import DataError
 from ..data.kajitsuka_data import SequenceData, make_data
 from ..model.layers import Affine, Attention, Embed, FeedForward, Head, Model
@@ -66,7 +67,7 @@ def load_arrays(path: str, backend: str = "auto") -> Tuple[Dict[str, Any], Dict[
             return arrays, meta
         pkg = _safetensors_package() if backend in ("auto", "package") else None
         if backend == "package" and pkg is None:
-            raise ImportError("the safetensors package is not installed (pip install 'exactmem[safetensors]')")
+            raise missing_extra("backend='package'", "safetensors", "safetensors")
         if pkg is not None:
             _, meta, codes = _header(path)
             if "BF16" not in codes.values():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import require
 from ..model.layers import Model
 from .arrays import architecture, to_arrays
 from .formats import FloatFormat, get_format
@@ -29,6 +30,7 @@ def to_torch(model: Any, dtype: str = "float32"):
     (``ExactmemReference(dtype=float32, …)``); the rounding report is its ``rounding``
     attribute. It is an :class:`exactmem.export.torch_nn.ExactmemReference`, a module-level
     class: the module pickles (``pickle.dumps``, ``torch.save``). Needs PyTorch (extra ``torch``)."""
+    require("torch", "torch", "to_torch")
     from .torch_nn import ExactmemReference
 
     m = model if isinstance(model, Model) else model.model

@@ -19,6 +19,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, List, Optional, Sequence, Union
 
+from ..errors import require
 from ..model.layers import Model
 from ..model.summary import ModelReport, inspect
 
@@ -80,6 +81,7 @@ def attention_figure(obj: Any, x: Optional[Sequence] = None, layer: int = 0, pat
     """A heat map of the attention weights per head (one panel per head; rows = queries,
     columns = keys) of the ``layer``-th attention layer for one input. Returns the matplotlib
     ``Figure``; saves it to ``path`` if given. Needs matplotlib (the ``plot`` extra)."""
+    require("matplotlib", "plot", "attention_figure")
     from matplotlib.figure import Figure
 
     tr = _trace_of(obj, x)
@@ -153,6 +155,7 @@ def activations_figure(obj: Any, x: Optional[Sequence] = None, stage: Union[None
     if given)."""
     import math
 
+    require("matplotlib", "plot", "activations_figure")
     from matplotlib.figure import Figure
 
     tr = _trace_of(obj, x)

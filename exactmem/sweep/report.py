@@ -19,6 +19,7 @@ import re
 from statistics import median
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from ..errors import install_hint
 from .formats import FORMATS, NAMED_FORMATS, OPERATION_ORDER
 from .results import COMMANDS_FILE, load_sweep, merge, write_text_atomic
 from .tables import (CSV_FIELDS, TABLE_COLUMNS, csv_text, formula_bound, latex_table,  # noqa: F401 (re-exported)
@@ -440,7 +441,7 @@ def write_report(paths: Sequence[str], out: str, img_dir: Optional[str] = None, 
         import importlib.util
 
         if importlib.util.find_spec("matplotlib") is None:
-            skipped = "matplotlib is not installed (pip install -e '.[plot]'); no plots"
+            skipped = f"matplotlib is not installed ({install_hint('plot')}); no plots"
         else:
             made = make_plots(rows(doc), img_dir, prefix)
     kw = {"title": title} if title else {}

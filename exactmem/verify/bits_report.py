@@ -11,6 +11,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
+from ..errors import install_hint
 from . import bits as _bits
 from .bits import DEFAULT_BITS, FORMAT_MARKS, BitsResult
 
@@ -114,7 +115,7 @@ def plot_counts(res: BitsResult, path: str) -> Optional[str]:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        res.notes.append("plot skipped: matplotlib is not installed")
+        res.notes.append(f"plot skipped: matplotlib is not installed ({install_hint('plot')})")
         return None
     bs = sorted(res.points)
     fig, ax = plt.subplots(figsize=(6.4, 4.0))

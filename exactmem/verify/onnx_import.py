@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..errors import missing_extra
 from .floats import NonFinite, exact_array
 from .kernels import ATTRS, OPS, ExactBackend, NotExact, OpError
 from .ops import LOWER, Const, Dyn, LowerError
@@ -45,7 +46,7 @@ def load_onnx(model) -> Any:
     try:
         import onnx
     except ImportError:
-        raise VerifyInputError("reading ONNX needs the onnx package: pip install 'exactmem[verify]'") from None
+        raise VerifyInputError(str(missing_extra("reading ONNX", "onnx", "verify"))) from None
     what = "the model"
     try:
         if isinstance(model, (str, os.PathLike)):

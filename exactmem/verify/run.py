@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from ..errors import missing_extra
 from .data import Examples, given_examples
 from .evaluate import PRECISIONS, Program, judge
 from .onnx_import import VerifyInputError, load_onnx, lower
@@ -60,7 +61,7 @@ def export_torch(module, example: np.ndarray, quiet: bool = True):
     try:
         import torch
     except ImportError:
-        raise VerifyInputError("a torch.nn.Module needs PyTorch installed (or pass an ONNX file)") from None
+        raise VerifyInputError(str(missing_extra("a torch.nn.Module", "torch", "torch")) + " (or pass an ONNX file)") from None
 
     class _Logits(torch.nn.Module):
         def __init__(self, inner):

@@ -28,6 +28,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import networkx as nx
 
+from ...errors import require
 from ...data.assumptions import AssumptionError, partition_certificate
 from ...data.mahdavi_data import QueryContextData
 
@@ -383,6 +384,7 @@ def draw(G: nx.Graph, path: str, title: Optional[str] = None) -> str:
     coloured by head, saturated edges thin and grey. If the graph was :func:`annotate`d, an
     example whose dominant head in the built model differs from its designed head is drawn
     with a red ring. (Floats appear here only as drawing coordinates.)"""
+    require("matplotlib", "plot", "mahdavi.assign.draw")
     import matplotlib
 
     matplotlib.use("Agg")
