@@ -43,6 +43,7 @@ def _cmd_certify(args) -> int:
     from ..distributed.cluster import ClusterError
     from ..model.forward import InputError
     from ..model.layers import ModelError
+    from ..pipeline.loader import LowerBoundFile
 
     try:
         if args.workers < 1 or (args.chunk_size is not None and args.chunk_size < 0):
@@ -53,6 +54,8 @@ def _cmd_certify(args) -> int:
                             backend=args.engine, quiet=args.quiet, only=args.only, on_row=show,
                             checker=args.checker, chunk_examples=args.chunk_size, workers=args.workers,
                             scheduler=args.scheduler, debug=args.debug)
+    except LowerBoundFile as lb:  # a file of LOWER_BOUNDS: the lower-bound runner, same options
+        return _certify_lower_bounds(args, lb.bounds)
     except (ProofFileError, DataError, ModelError, InputError, ClusterError) as e:
         if args.debug:
             raise
@@ -87,6 +90,48 @@ def _cmd_certify(args) -> int:
     if "ERROR" in statuses or "MALFORMED" in statuses:  # an instance that could not be built or checked
         return EXIT_BAD_INPUT
     return EXIT_UNKNOWN
+
+
+LOWER_BOUND_SIZES = ("small", "medium", "large")
+
+
+def _certify_lower_bounds(args, bounds) -> int:
+    """``certify FILE`` for a file that defines ``LOWER_BOUNDS`` (``docs/proof-files.md``): the
+    runner of ``bounds run`` with certify's options — ``--size``, ``--only``, ``--out`` (the
+    lower-bound certificates it can write, for ``check``), ``--quiet``, ``--json``; exit 0 when every
+    row is checked, 1 if one fails, 3 for bad input."""
+    from ..bounds.arch import BoundsInputError
+    from ..bounds.protocol import BoundsFileError
+    from .bounds import run_lower_bounds
+
+    unused = [opt for opt, given in (("--gzip", args.gzip), ("--engine", args.engine != "auto"),
+                                     ("--checker", args.checker != "auto"), ("--workers", args.workers != 1),
+                                     ("--scheduler", args.scheduler), ("--chunk-size", args.chunk_size is not None),
+                                     ("--markdown", args.markdown)) if given]
+    try:
+        if unused:
+            raise BoundsInputError(f"{args.proof} is a lower-bound file: {', '.join(unused)} "
+                                   f"{'does' if len(unused) == 1 else 'do'} not apply (its options: --size, --only, "
+                                   f"--out, --quiet, --json)")
+        if args.size not in LOWER_BOUND_SIZES:
+            raise BoundsInputError(f"{args.proof} is a lower-bound file: --size {args.size} is not one of its sizes "
+                                   f"({', '.join(LOWER_BOUND_SIZES)})")
+        rows = []
+        code = run_lower_bounds(args.proof, args.size, args.only, args.out, as_json=args.json, quiet=args.quiet,
+                                bounds=bounds, on_rows=rows.extend)
+    except (BoundsInputError, BoundsFileError) as e:
+        if args.debug:
+            raise
+        return report_error(e)
+    if not args.json:
+        written = sum(1 for r in rows if r.certificate)
+        if written:
+            print(f"\n{plural(written, 'lower-bound certificate')} in {args.out}/ (size {args.size}; the rows "
+                  f"'checked by the producer' have none); check one: python -m exactmem check FILE")
+        else:
+            print(f"\nno certificates: every row is checked by the producer (size {args.size}; these lower bounds "
+                  f"have no certificate form)")
+    return code
 
 
 def _cmd_check(args) -> int:

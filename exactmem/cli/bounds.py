@@ -344,39 +344,8 @@ def _run(args) -> int:
                                    + (" (use --samples)" if samples is None else ""))
         return _emit(args, [brute_force_report(arch, n, N, vals, samples, _seed(args.seed))])
     if a == "run":
-        from ..bounds.protocol import format_rows
-        from ..pipeline.loader import run_bounds_file
-
-        def show(row):
-            if not args.json:
-                print(f"  {row.theorem} [{row.instance}]: {'ok' if row.ok else 'FAILED'} ({row.seconds:.2f} s)",
-                      file=sys.stderr)
-
-        builders = None
-        if args.certificate:
-            from ..bounds.dana.certificates import BUILDERS as builders
-        rows = run_bounds_file(args.file, args.size, args.only, on_row=show, certificate_dir=args.certificate,
-                               builders=builders)
-        if not rows:
-            raise BoundsInputError(f"{args.file} has no instances for --size {args.size}"
-                                   + (f" matching --only {args.only!r}" if args.only else ""))
-        if args.json:
-            print(json.dumps([dict(theorem=r.theorem, instance=r.instance, ok=r.ok, report=r.report.as_dict())
-                              for r in rows], indent=1, ensure_ascii=False, default=str))
-        else:
-            if args.verbose:
-                print("\n\n".join(r.report.to_markdown(40) for r in rows) + "\n")
-            print(format_rows(rows, certificates=bool(args.certificate)))
-            groups = {}
-            for r in rows:
-                for s in r.report.repaired:
-                    eqs = groups.setdefault(s.repair, [])
-                    if s.eq not in eqs:
-                        eqs.append(s.eq)
-            if groups:
-                print("\nRepairs the written proofs need:\n" + "\n".join(f"* {', '.join(e)}: {t}"
-                                                                         for t, e in groups.items()))
-        return EXIT_OK if all(r.ok for r in rows) else EXIT_FAILED
+        return run_lower_bounds(args.file, args.size, args.only, args.certificate, as_json=args.json,
+                                verbose=args.verbose)
     if a == "plot":
         from ..bounds.plot import make_plot, series_markdown
 
@@ -391,6 +360,50 @@ def _run(args) -> int:
             print(f"\nwrote {args.out}")
         return EXIT_OK
     raise BoundsInputError(f"unknown bounds action {a!r}")
+
+
+def run_lower_bounds(path: str, size: str = "small", only=None, certificate_dir=None, *, as_json: bool = False,
+                     verbose: bool = False, quiet: bool = False, bounds=None, on_rows=None) -> int:
+    """Run a lower-bound file (``bounds run FILE``, and ``certify FILE`` when FILE defines
+    ``LOWER_BOUNDS``): one line per row on stderr (none with ``quiet``), the table (or JSON),
+    the certificates in ``certificate_dir``; ``on_rows`` receives the rows; exit 0 when every row
+    is checked, else 1."""
+    from ..bounds.arch import BoundsInputError
+    from ..bounds.protocol import format_rows
+    from ..pipeline.loader import run_bounds_file
+
+    def show(row):
+        if not as_json and not quiet:
+            print(f"  {row.theorem} [{row.instance}]: {'ok' if row.ok else 'FAILED'} ({row.seconds:.2f} s)",
+                  file=sys.stderr)
+
+    builders = None
+    if certificate_dir:
+        from ..bounds.dana.certificates import BUILDERS as builders
+    rows = run_bounds_file(path, size, only, on_row=show, certificate_dir=certificate_dir, builders=builders,
+                           bounds=bounds)
+    if on_rows:
+        on_rows(rows)
+    if not rows:
+        raise BoundsInputError(f"{path} has no instances for --size {size}"
+                               + (f" matching --only {only!r}" if only else ""))
+    if as_json:
+        print(json.dumps([dict(theorem=r.theorem, instance=r.instance, ok=r.ok, report=r.report.as_dict())
+                          for r in rows], indent=1, ensure_ascii=False, default=str))
+    else:
+        if verbose:
+            print("\n\n".join(r.report.to_markdown(40) for r in rows) + "\n")
+        print(format_rows(rows, certificates=bool(certificate_dir)))
+        groups = {}
+        for r in rows:
+            for s in r.report.repaired:
+                eqs = groups.setdefault(s.repair, [])
+                if s.eq not in eqs:
+                    eqs.append(s.eq)
+        if groups:
+            print("\nRepairs the written proofs need:\n" + "\n".join(f"* {', '.join(e)}: {t}"
+                                                                     for t, e in groups.items()))
+    return EXIT_OK if all(r.ok for r in rows) else EXIT_FAILED
 
 
 def run(args) -> int:

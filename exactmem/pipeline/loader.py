@@ -60,10 +60,25 @@ def import_file(path: str, prefix: str, error: type = ProofFileError, what: str 
     return mod
 
 
+class LowerBoundFile(ProofFileError):
+    """Raised by ``load_proof_file`` for a file that defines ``LOWER_BOUNDS`` and no ``THEOREMS``:
+    ``bounds`` holds them, so ``certify`` runs the file as lower bounds without importing it again."""
+
+    def __init__(self, path: str, bounds: List[BoundTheorem]):
+        super().__init__(f"{path} is a lower-bound file (it defines LOWER_BOUNDS, not THEOREMS): run it with "
+                         f"`exactmem certify {path}` or `exactmem bounds run {path}`")
+        self.path, self.bounds = path, bounds
+
+
 def load_proof_file(path: str) -> List[Theorem]:
-    """Import the proof file at ``path`` and return its ``THEOREMS``."""
+    """Import the proof file at ``path`` and return its ``THEOREMS`` (``LowerBoundFile`` if it
+    defines ``LOWER_BOUNDS`` instead)."""
     mod = import_file(path, "exactmem_proof_")
     theorems = getattr(mod, "THEOREMS", None)
+    bounds = getattr(mod, "LOWER_BOUNDS", None)
+    if theorems is None and isinstance(bounds, (list, tuple)) and bounds and all(
+            isinstance(t, BoundTheorem) for t in bounds):
+        raise LowerBoundFile(path, list(bounds))
     if not isinstance(theorems, (list, tuple)) or not theorems or not all(isinstance(t, Theorem) for t in theorems):
         raise ProofFileError(f"{path} must define THEOREMS, a non-empty list of exactmem.proof.Theorem")
     return list(theorems)
@@ -100,8 +115,11 @@ def load_bounds_file(path: str) -> List[BoundTheorem]:
 def run_bounds_file(path: str, size: str = "small", only: Optional[str] = None,
                     on_row: Optional[Callable[[BoundRow], None]] = None,
                     certificate_dir: Optional[str] = None,
-                    builders: Optional[Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]]] = None) -> List[BoundRow]:
-    """:func:`exactmem.bounds.protocol.run_bound_theorems` on the ``LOWER_BOUNDS`` of ``path``."""
+                    builders: Optional[Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]]] = None,
+                    bounds: Optional[List[BoundTheorem]] = None) -> List[BoundRow]:
+    """:func:`exactmem.bounds.protocol.run_bound_theorems` on the ``LOWER_BOUNDS`` of ``path``
+    (or on ``bounds``, already loaded from it, e.g. by ``LowerBoundFile``)."""
     if size not in BOUND_SIZES:
         raise BoundsFileError(f"unknown size {size!r}; use one of {BOUND_SIZES}")
-    return run_bound_theorems(load_bounds_file(path), size, only, on_row, certificate_dir, builders)
+    return run_bound_theorems(bounds if bounds is not None else load_bounds_file(path), size, only, on_row,
+                              certificate_dir, builders)
