@@ -117,8 +117,8 @@ def run_bounds_file(path: str, size: str = "small", only: Optional[str] = None,
                     certificate_dir: Optional[str] = None,
                     builders: Optional[Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]]] = None,
                     bounds: Optional[List[BoundTheorem]] = None) -> List[BoundRow]:
-    """:func:`exactmem.bounds.protocol.run_bound_theorems` on the ``LOWER_BOUNDS`` of ``path``
-    (or on ``bounds``, already loaded from it, e.g. by ``LowerBoundFile``)."""
+    """:func:`exactmem.bounds.protocol.run_bound_theorems` on the ``LOWER_BOUNDS`` of ``path``."""
+    # bounds: the LOWER_BOUNDS already loaded from path (LowerBoundFile), not imported again
     if size not in BOUND_SIZES:
         raise BoundsFileError(f"unknown size {size!r}; use one of {BOUND_SIZES}")
     return run_bound_theorems(bounds if bounds is not None else load_bounds_file(path), size, only, on_row,
