@@ -69,10 +69,10 @@ def resolve_checker(checker: str, size: str) -> str:
 
 
 def auto_checker(model, n_examples: int) -> str:
-    """The library's ``checker="auto"`` (:func:`exactmem.certify`), the CLI's rule without a
+    """The library's ``checker="auto"`` ([`exactmem.certify`][exactmem.api.certify]), the CLI's rule without a
     ``--size``: ``fast`` when every attention layer is one the fast path evaluates exactly
     (``uniform``, ``hardmax``; token-wise layers always) and there are at least
-    :data:`AUTO_FAST_MIN_EXAMPLES` examples (every ``--size small`` instance of the shipped
+    `AUTO_FAST_MIN_EXAMPLES` examples (every ``--size small`` instance of the shipped
     proof files has at most 300, every medium-only or large one at least 1,000), else ``pure``."""
     from ..certificate.fastcheck import EXACT_ATTENTION
     from ..model.layers import Attention
@@ -159,7 +159,7 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
 
     ``backend="auto"`` uses the instance's preferred engine if it names one (``Instance.engine``).
     ``checker``: ``"pure"`` (checker.py) or ``"fast"`` (fastcheck.py, same verdicts).
-    ``progress``: where the stages are shown (default: a :class:`Progress` of its own, silent
+    ``progress``: where the stages are shown (default: a `Progress` of its own, silent
     when ``quiet``). ``chunk_examples``: write a version-2 certificate in chunks of this many
     examples (default: chunks of CHUNK_EXAMPLES above AUTO_CHUNK_ABOVE examples; 0: never).
     ``client``: a Dask client; the check is then sharded over its workers (docs/scaling.md).
@@ -240,7 +240,7 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
 
 def _stream(theorem: str, instance: str, seed: int, model, ds, built, meta: dict, path: str, k: int, engine: str,
             prog: Progress, times: dict, client=None) -> str:
-    """A chunked certificate, evaluated and written batch by batch (:mod:`certificate.stream`):
+    """A chunked certificate, evaluated and written batch by batch ([`certificate.stream`][exactmem.certificate.stream]):
     batches of STREAM_BATCH examples by the exact forward pass in this process (the compiled
     engines report each layer), or, with a Dask ``client``, one batch per worker at a time
     (at most STREAM_BATCH examples, else the dataset split evenly over the workers); each
@@ -273,7 +273,7 @@ def _batches_on_workers(client, model, ds, ranges, backend: str, prog: Optional[
     """The outputs of each batch (example ranges ``ranges``) in order, each batch computed on a
     Dask worker, at most one batch per worker in flight (the model goes to each worker once).
     With ``chunk_examples``, each batch comes back as its chunk files, encoded on its worker
-    (:class:`~exactmem.certificate.stream.EncodedBatch`: the caller only writes them).
+    ([`EncodedBatch`][exactmem.certificate.stream.EncodedBatch]: the caller only writes them).
     With ``prog``, the workers report the layer they have reached (the per-worker progress of
     sharded checks, docs/scaling.md)."""
     from collections import deque
@@ -311,10 +311,10 @@ def _batches_on_workers(client, model, ds, ranges, backend: str, prog: Optional[
 
 def _outputs_of_pickled(model: bytes, blob: bytes, backend: str, on_layer=None, first: int = 0,
                         chunk_examples: int = 0, gz: bool = False):
-    """Worker task: :func:`_outputs_of` of the dataset part pickled in ``blob`` (its examples
+    """Worker task: `_outputs_of` of the dataset part pickled in ``blob`` (its examples
     from ``first`` on) through the model pickled in ``model`` (unpickled by each task: nothing
     of it stays on the worker); with ``chunk_examples``, the part's chunk files encoded
-    (:func:`~exactmem.certificate.stream.batch_chunks`, in parallel on the workers)."""
+    ([`batch_chunks`][exactmem.certificate.stream.batch_chunks], in parallel on the workers)."""
     from ..certificate.stream import EncodedBatch, batch_chunks
 
     net, part = pickle.loads(model), pickle.loads(blob)
@@ -345,7 +345,7 @@ def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: 
 
     ``checker``: ``pure``, ``fast`` or ``auto`` (pure for ``size="small"``, fast otherwise).
     Progress (instances done, rate, ETA, the running stage) goes to stderr: a bar on a
-    terminal, plain lines otherwise, nothing when ``quiet`` (:mod:`exactmem.progress`).
+    terminal, plain lines otherwise, nothing when ``quiet`` (`exactmem.progress`).
     """
     checker = resolve_checker(checker, size)
     theorems = load_proof_file(path)
@@ -474,7 +474,7 @@ def format_summary(rows: List[Row]) -> str:
     claims holding, parameters, depth, max bits per weight, time — within 80 columns for the
     shipped proof files. What does not fit a cell (a failing claim, hypotheses outside the
     theorem, an ERROR's message) goes on an indented line under its row. The full table:
-    :func:`format_table` (``certify --markdown``); everything: ``--json``."""
+    [`format_table`][exactmem.pipeline.certify.format_table] (``certify --markdown``); everything: ``--json``."""
     def cells(r: Row) -> List[str]:
         if r.verdict == "ERROR":
             return [r.instance, "ERROR"] + ["-"] * 6
