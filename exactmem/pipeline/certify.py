@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import textwrap
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -466,14 +467,16 @@ def format_table(rows: List[Row]) -> str:
 
 
 SUMMARY_HEAD = ("theorem / instance", "verdict", "N", "claims", "params", "depth", "bits", "time")
+SUMMARY_COLUMNS = 80  # every line of the summary fits a terminal of this width
 
 
 def format_summary(rows: List[Row]) -> str:
     """The ``certify`` summary for a terminal: one block per theorem (its name on a line of its
     own), one row per instance — verdict, N (distinct examples, "11 of 12" when rows repeat),
-    claims holding, parameters, depth, max bits per weight, time — within 80 columns for the
-    shipped proof files. What does not fit a cell (a failing claim, hypotheses outside the
-    theorem, an ERROR's message) goes on an indented line under its row. The full table:
+    claims holding, parameters, depth, max bits per weight, time — every line within
+    ``SUMMARY_COLUMNS`` (80): an instance name too long for its column goes on a line of its own,
+    its cells on the next. What does not fit a cell (a failing claim, hypotheses outside the
+    theorem, an ERROR's message) goes on indented lines under its row, wrapped at 80. The full table:
     [`format_table`][exactmem.pipeline.certify.format_table] (``certify --markdown``); everything: ``--json``."""
     def cells(r: Row) -> List[str]:
         if r.verdict == "ERROR":
@@ -498,6 +501,10 @@ def format_summary(rows: List[Row]) -> str:
     body = [cells(r) for r in rows]
     widths = [max(len(h) - 2 * (i == 0), *(len(b[i]) for b in body)) if body else len(h)
               for i, h in enumerate(SUMMARY_HEAD)]
+    # the instance column takes what the other columns leave of SUMMARY_COLUMNS (2 for the indent,
+    # 2 between columns); a longer name gets a line of its own
+    rest = sum(widths[1:]) + 2 * len(widths)
+    widths[0] = min(widths[0], max(8, SUMMARY_COLUMNS - rest))
     right = {2, 4, 5, 6, 7}  # numbers are right-aligned
 
     def line(cs: List[str]) -> str:
@@ -505,10 +512,18 @@ def format_summary(rows: List[Row]) -> str:
                                 for i, (c, w) in enumerate(zip(cs, widths))).rstrip()
 
     head = line([""] + list(SUMMARY_HEAD[1:]))  # the first column's head spans the rows' indent too
-    out: List[str] = [SUMMARY_HEAD[0].ljust(widths[0] + 2) + head[2 + widths[0]:]]
+    if len(SUMMARY_HEAD[0]) <= widths[0] + 2:
+        out: List[str] = [SUMMARY_HEAD[0].ljust(widths[0] + 2) + head[2 + widths[0]:]]
+    else:  # wide cells leave the instance column narrower than its title: the title goes above
+        out = [SUMMARY_HEAD[0], head]
     for k, (r, b) in enumerate(zip(rows, body)):
         if k == 0 or rows[k - 1].theorem != r.theorem:
             out.append(r.theorem)
+        if len(b[0]) > widths[0]:
+            out.append(f"  {b[0]}")
+            b = [""] + b[1:]
         out.append(line(b))
-        out += [f"      {n}" for n in notes(r)]
+        for n in notes(r):
+            out += textwrap.wrap(n, SUMMARY_COLUMNS, initial_indent=" " * 6, subsequent_indent=" " * 8,
+                                 break_long_words=False, break_on_hyphens=False) or [""]
     return "\n".join(out)

@@ -1,0 +1,73 @@
+"""``certify``'s terminal summary keeps every line within 80 columns (issue 37).
+
+The default test formats synthetic rows (long instance names, "930 of 1000" counts, failing
+claims, an ERROR's long message); the slow ones run the CLI on every proof file at ``--size
+small`` and on ``proofs/kajitsuka.py`` at ``--size medium`` (about a minute each way) and check
+every line it prints on stdout.
+"""
+
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+
+from exactmem.pipeline.certify import SUMMARY_COLUMNS, Row, format_summary
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOWER_BOUND_FILES = {"dana_encoders.py", "lower_bounds.py"}  # `bounds run`, not `certify`
+
+
+def _row(theorem, instance, verdict="CERTIFIED", examples=930, rows=1000, **kw):
+    base = dict(params=133188, width=12, depth=1789, max_bits=738, total_bits=10 ** 6, seconds=3725.0, path="",
+                claims=["c"] * 16, examples=examples, rows=rows)
+    base.update(kw)
+    return Row(theorem, instance, verdict, **base)
+
+
+def _too_wide(text):
+    return [line for line in text.splitlines() if len(line) > SUMMARY_COLUMNS]
+
+
+def test_summary_fits_80_columns_with_long_names_and_notes():
+    rows = [_row("kajitsuka.next_token_hardmax", "N1000-n8-d16-C4-hardmax"),
+            _row("kajitsuka.next_token_hardmax", "N12-n4-d3-C4", examples=11, rows=12, seconds=0.4),
+            _row("kajitsuka_paper_errata.eq110_as_exact_depth", "N30-n2-d2-C2-with-a-much-longer-instance-name",
+                 verdict="REFUTED", witness={"claim": {"quantity": "attention_layers", "op": "<=", "bound": 409},
+                                             "measured": 424}),
+            Row("dana.theorem2", "N5-S1-d5-jensen", "ERROR", 0, 0, 0, 0, 0, 0.0, "",
+                "ValueError: " + "a long message that goes on and on " * 12)]
+    text = format_summary(rows)
+    assert not _too_wide(text), "\n".join(_too_wide(text))
+    lines = text.splitlines()
+    # a name too long for its column stands on its own line, its cells on the next
+    k = lines.index("  N1000-n8-d16-C4-hardmax")
+    assert "CERTIFIED" in lines[k + 1] and "930 of 1000" in lines[k + 1] and lines[k + 1].lstrip().startswith("CERTIFIED")
+    assert any(line.startswith("  N12-n4-d3-C4 ") and "11 of 12" in line for line in lines)
+    assert "claim FAILS attention_layers <= 409 (is 424)" in text
+    assert "ValueError: a long message" in text
+
+
+def _certify_lines(tmp_path, *args):
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = subprocess.run([sys.executable, "-m", "exactmem", "certify", *args, "--out", "c", "--quiet"],
+                       cwd=tmp_path, capture_output=True, text=True, env=env, timeout=1800)
+    assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-2000:]  # 1: the errata files refute on purpose
+    assert r.stdout.startswith("theorem / instance"), r.stdout[:500]
+    return r.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("proof", sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "proofs", "*.py"))
+                                         if os.path.basename(p) not in LOWER_BOUND_FILES))
+def test_certify_small_prints_within_80_columns(tmp_path, proof):
+    out = _certify_lines(tmp_path, os.path.join(ROOT, "proofs", proof))
+    assert not _too_wide(out), "\n".join(_too_wide(out))
+
+
+@pytest.mark.slow
+def test_certify_medium_kajitsuka_prints_within_80_columns(tmp_path):
+    out = _certify_lines(tmp_path, os.path.join(ROOT, "proofs", "kajitsuka.py"), "--size", "medium")
+    assert not _too_wide(out), "\n".join(_too_wide(out))
+    assert "930 of 1000" in out
