@@ -71,3 +71,26 @@ def test_certify_medium_kajitsuka_prints_within_80_columns(tmp_path):
     out = _certify_lines(tmp_path, os.path.join(ROOT, "proofs", "kajitsuka.py"), "--size", "medium")
     assert not _too_wide(out), "\n".join(_too_wide(out))
     assert "930 of 1000" in out
+    assert "\nkajitsuka.limited_bits  (Kajitsuka & Sato, Thm F.1)\n" in out
+
+
+def test_theorem_lines_name_the_papers_result():
+    """The README's Thms F.1, E.1, D.1 are visible next to the theorem names of the summary."""
+    from exactmem.pipeline.certify import paper_reference
+    from exactmem.pipeline.loader import load_proof_file
+
+    sources = {t.name: t.source for f in ("kajitsuka.py", "dana.py", "vardi.py", "mahdavi.py", "relu_interpolation.py")
+               for t in load_proof_file(os.path.join(ROOT, "proofs", f))}
+    expect = {"kajitsuka.next_token": "Kajitsuka & Sato, Thm 4.1 / B.1", "kajitsuka.seq2seq": "Kajitsuka & Sato, Cor. 4.1",
+              "kajitsuka.limited_bits": "Kajitsuka & Sato, Thm F.1", "kajitsuka.embedding": "Kajitsuka & Sato, Thm E.1",
+              "kajitsuka.deep_sets": "Kajitsuka & Sato, Thm D.1", "kajitsuka.deep_sets_phi": "Kajitsuka & Sato, Thm D.1",
+              "dana.corollary1": "Dana et al., Cor. 1", "dana.theorem2": "Dana et al., Thm 2",
+              "vardi.c1": "Kajitsuka & Sato, Lemma C.1", "mahdavi.softmax": "Mahdavi et al., Thm 1",
+              "relu_interpolation.steps": ""}
+    assert {k: paper_reference(sources[k]) for k in expect} == expect
+    text = format_summary([_row("kajitsuka.limited_bits", "N12-n4-d3-C4-B2", source=sources["kajitsuka.limited_bits"]),
+                           _row("relu_interpolation.steps", "N5-d2", source=sources["relu_interpolation.steps"])])
+    assert "\nkajitsuka.limited_bits  (Kajitsuka & Sato, Thm F.1)\n" in text
+    assert "\nrelu_interpolation.steps\n" in text
+    long = format_summary([_row("x" * 60, "N1", source=sources["kajitsuka.limited_bits"])])
+    assert "\n" + "x" * 60 + "  (Thm F.1)\n" in long  # the authors go first when the line would not fit

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import textwrap
 import time
 from contextlib import nullcontext
@@ -52,6 +53,7 @@ class Row:
     hypotheses: List[dict] = field(default_factory=list)  # Built.hypotheses as {name, holds, detail}
     examples: Optional[int] = None  # distinct examples the checker counted (n_examples)
     rows: Optional[int] = None  # rows of the dataset, repeats included (n_rows)
+    source: str = ""  # the theorem's source (``Theorem.source``): paper and theorem number
 
 
 CHECKERS = ("pure", "fast")
@@ -230,7 +232,7 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
         row = Row(theorem.name, inst.name, verdict.status, m.n_params, m.width, m.depth, m.max_bits, m.total_bits,
                   dt, path, verdict.message, claims, counts, info,
                   verdict.witness, checker, engine, times, hyps, verdict.measured.get("n_examples"),
-                  verdict.measured.get("n_rows"))
+                  verdict.measured.get("n_rows"), theorem.source)
         if own:
             prog.update(1, _done_line(row))
         return row
@@ -368,7 +370,7 @@ def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: 
             except Exception as e:  # noqa: BLE001 — a broken instance is a row, the run goes on
                 if debug:
                     raise
-                row = error_row(t.name, inst.name, e)
+                row = error_row(t.name, inst.name, e, source=t.source)
             rows.append(row)
             prog.update(1, _done_line(row))
             if on_row:
@@ -378,14 +380,48 @@ def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: 
     return rows
 
 
-def error_row(theorem: str, instance: str, e: BaseException) -> Row:
+def error_row(theorem: str, instance: str, e: BaseException, source: str = "") -> Row:
     """The row of an instance that could not be built or certified: verdict ``ERROR``, the
     exception's type and message (one line)."""
     what = one_line(e) or "(no message)"
     prefix = f"{theorem} [{instance}]: "
     if what.startswith(prefix):
         what = what[len(prefix):]
-    return Row(theorem, instance, "ERROR", 0, 0, 0, 0, 0, 0.0, "", f"{type(e).__name__}: {what}"[:500])
+    return Row(theorem, instance, "ERROR", 0, 0, 0, 0, 0, 0.0, "", f"{type(e).__name__}: {what}"[:500], source=source)
+
+
+_AUTHORS = re.compile(r"^([A-Z][^\s,(&]*(?:, [A-Z][^\s,(&]*)*(?: & [A-Z][^\s,(&]*)?)[ ,(]")
+_NUMBER = r"(?:[A-Z]\.)?\d+(?:\.\d+)?"
+_RESULT = re.compile(rf"\b(Theorem|Thm|Corollary|Lemma|Proposition|Remark)\s+({_NUMBER}(?:\s*/\s*{_NUMBER})?)"
+                     r"|\b(App)\.\s+([A-Z])\b")
+_SHORT = {"Theorem": "Thm", "Corollary": "Cor.", "Proposition": "Prop.", "App": "App."}
+
+
+def paper_reference(source: str, authors: bool = True) -> str:
+    """The paper's result a theorem's ``source`` names first, shortened for the summary:
+    ``Kajitsuka & Sato, Thm F.1``, ``Dana et al., Cor. 1``, ``Kajitsuka & Sato, Lemma C.1``;
+    ``""`` when the source names no numbered result (``authors=False``: the result alone)."""
+    m = _RESULT.search(source or "")
+    if not m:
+        return ""
+    kind, number = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    ref = _SHORT.get(kind, kind) + " " + re.sub(r"\s*/\s*", " / ", number)
+    a = _AUTHORS.match(source) if authors else None
+    if a:
+        names = re.split(r", | & ", a.group(1))
+        who = a.group(1) if len(names) <= 2 else f"{names[0]} et al."
+        ref = f"{who}, {ref}"
+    return ref
+
+
+def _theorem_line(r: Row) -> str:
+    """The theorem's name, and the paper's result it checks when that fits 80 columns."""
+    for authors in (True, False):
+        ref = paper_reference(r.source, authors)
+        line = f"{r.theorem}  ({ref})" if ref else r.theorem
+        if len(line) <= SUMMARY_COLUMNS:
+            return line
+    return r.theorem
 
 
 def _claims_cell(r: Row) -> str:
@@ -472,7 +508,7 @@ SUMMARY_COLUMNS = 80  # every line of the summary fits a terminal of this width
 
 def format_summary(rows: List[Row]) -> str:
     """The ``certify`` summary for a terminal: one block per theorem (its name on a line of its
-    own), one row per instance — verdict, N (distinct examples, "11 of 12" when rows repeat),
+    own, with the paper's result it checks: `paper_reference`), one row per instance — verdict, N (distinct examples, "11 of 12" when rows repeat),
     claims holding, parameters, depth, max bits per weight, time — every line within
     ``SUMMARY_COLUMNS`` (80): an instance name too long for its column goes on a line of its own,
     its cells on the next. What does not fit a cell (a failing claim, hypotheses outside the
@@ -518,7 +554,7 @@ def format_summary(rows: List[Row]) -> str:
         out = [SUMMARY_HEAD[0], head]
     for k, (r, b) in enumerate(zip(rows, body)):
         if k == 0 or rows[k - 1].theorem != r.theorem:
-            out.append(r.theorem)
+            out.append(_theorem_line(r))
         if len(b[0]) > widths[0]:
             out.append(f"  {b[0]}")
             b = [""] + b[1:]
