@@ -70,7 +70,7 @@ def test_certify_small_prints_within_80_columns(tmp_path, proof):
 def test_certify_medium_kajitsuka_prints_within_80_columns(tmp_path):
     out = _certify_lines(tmp_path, os.path.join(ROOT, "proofs", "kajitsuka.py"), "--size", "medium")
     assert not _too_wide(out), "\n".join(_too_wide(out))
-    assert "930 of 1000" in out
+    assert "930 of 1000" in out and "\nnote: N counts the distinct examples" in out
     assert "\nkajitsuka.limited_bits  (Kajitsuka & Sato, Thm F.1)\n" in out
 
 
@@ -94,3 +94,19 @@ def test_theorem_lines_name_the_papers_result():
     assert "\nrelu_interpolation.steps\n" in text
     long = format_summary([_row("x" * 60, "N1", source=sources["kajitsuka.limited_bits"])])
     assert "\n" + "x" * 60 + "  (Thm F.1)\n" in long  # the authors go first when the line would not fit
+
+
+def test_a_note_explains_when_N_differs_from_the_instance_name():
+    same = [_row("kajitsuka.next_token", "N12-n4-d3-C4", examples=11, rows=12),  # a repeat: 12 rows
+            _row("kajitsuka.deep_sets", "N8-M3-d2-C3-empty", examples=8, rows=8),
+            _row("vardi_errata.len_scaled", "N16-V24-line-C16", verdict="REFUTED", examples=None, rows=None),
+            _row("relu_interpolation.steps", "tiny", examples=3, rows=3)]
+    assert "note:" not in format_summary(same)
+    differ = same + [_row("kajitsuka.deep_sets_phi", "N8-M3-d2-C3-empty", examples=9, rows=9),
+                     _row("dana.corollary1", "N10-d2-dh2-H2", examples=6, rows=6)]
+    text = format_summary(differ)
+    assert not _too_wide(text), "\n".join(_too_wide(text))
+    note = " ".join(line.strip() for line in text[text.index("note:"):].splitlines())
+    assert note == ("note: N counts the distinct examples the checker found; an instance name's N<k> is the size "
+                    "asked of the construction, which certifies a different number of examples in 2 rows here "
+                    "(e.g. kajitsuka.deep_sets_phi [N8-M3-d2-C3-empty]: 9). See docs/cli.md.")

@@ -562,4 +562,20 @@ def format_summary(rows: List[Row]) -> str:
         for n in notes(r):
             out += textwrap.wrap(n, SUMMARY_COLUMNS, initial_indent=" " * 6, subsequent_indent=" " * 8,
                                  break_long_words=False, break_on_hyphens=False) or [""]
+    differ = [r for r in rows if _named_size_differs(r)]
+    if differ:
+        r = differ[0]
+        note = (f"note: N counts the distinct examples the checker found; an instance name's N<k> is the "
+                f"size asked of the construction, which certifies a different number of examples in "
+                f"{plural(len(differ), 'row')} here (e.g. {r.theorem} [{r.instance}]: {r.examples}). "
+                f"See docs/cli.md.")
+        out += textwrap.wrap(note, SUMMARY_COLUMNS, subsequent_indent=" " * 6, break_long_words=False,
+                             break_on_hyphens=False)
     return "\n".join(out)
+
+
+def _named_size_differs(r: Row) -> bool:
+    """Whether the instance name's ``N<k>`` (the size asked for) is neither the number of distinct
+    examples the checker counted nor the dataset's rows (``N8-M3-d2-C3-empty``: 9 for ϕ̃ alone)."""
+    m = re.match(r"N(\d+)(?:-|$)", r.instance)
+    return bool(m) and r.examples is not None and int(m.group(1)) not in (r.examples, r.rows)
