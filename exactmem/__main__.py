@@ -3,7 +3,7 @@
 ``check`` goes straight to the checker's command (``exactmem.cli.check``), so its path imports only
 the package, that command, the chunk reader and the kernel ``exactmem.kernel``
 (``docs/certificate.md`` § *What you must trust*); every other
-command (and ``check --help``) goes through :mod:`exactmem.cli.app`.
+command (and ``check --help``) goes through `exactmem.cli.app`.
 """
 
 import sys

@@ -1,7 +1,7 @@
 """One style for user errors on every command (``docs/cli.md`` § Exit codes).
 
 A user error is one line on stderr, ``exactmem: error: …``, naming the file or option and what
-to do, and the command exits 3 (:data:`EXIT_BAD_INPUT`); ``--debug`` shows the traceback instead.
+to do, and the command exits 3 (`EXIT_BAD_INPUT`); ``--debug`` shows the traceback instead.
 """
 
 from __future__ import annotations

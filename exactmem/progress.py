@@ -2,9 +2,9 @@
 
 See ``docs/cli.md`` § Progress.
 
-One object, :class:`Progress`, counts items (instances, sweep points, examples) towards a total,
-names the item being worked on (:meth:`Progress.describe`) and its current *stage* (build,
-forward, write, check), and reports progress inside a stage (:meth:`Progress.within`: layers or
+One object, `Progress`, counts items (instances, sweep points, examples) towards a total,
+names the item being worked on (`Progress.describe`) and its current *stage* (build,
+forward, write, check), and reports progress inside a stage (`Progress.within`: layers or
 examples done). Every line has one format::
 
     [k/n] <item>: <stage>, or [k/n] <result>; elapsed …, ETA …
@@ -12,7 +12,7 @@ examples done). Every line has one format::
 where ``k`` is the item the line is about. The ETA is weighted: each item may carry an expected
 cost (``costs=``, e.g. examples × depth for a certify instance); the time spent so far per unit
 of cost, times the cost still to do, is the estimate — so one big instance after twenty small
-ones does not get the small ones' ETA. Durations have one format (:func:`duration`).
+ones does not get the small ones' ETA. Durations have one format (`duration`).
 
 * **bar** (stderr is a TTY): a tqdm bar whose fill is the share of the cost done, then
   ``k/n``, elapsed and ETA, the item and its stage with the stage's running time (refreshed

@@ -1,16 +1,16 @@
 """The proof-file protocol (``docs/proof-files.md``).
 
 A proof file is a Python module (for example ``proofs/relu_interpolation.py``) that defines
-``THEOREMS``: a list of :class:`Theorem`. Each theorem names its source, states itself in
+``THEOREMS``: a list of `Theorem`. Each theorem names its source, states itself in
 words, lists its default instances (each tagged with the ``--size`` levels that run it) and
-gives a ``build(params, seed)`` function returning a :class:`Built`: the model, the dataset
+gives a ``build(params, seed)`` function returning a `Built`: the model, the dataset
 and the claims, computed exactly from the paper's formulas for this instance. ``build``
 never evaluates the model: ``certify`` runs the forward pass, writes the certificate and
 asks the independent checker.
 
-The project's own proof files are the package :mod:`exactmem.proofs` (installed with
+The project's own proof files are the package `exactmem.proofs` (installed with
 exactmem); the checkout's ``proofs/<name>.py`` re-export them. Loading a proof file, by path or
-by a packaged module's bare name (``kajitsuka``), is :mod:`exactmem.pipeline.loader`: this module
+by a packaged module's bare name (``kajitsuka``), is `exactmem.pipeline.loader`: this module
 holds only what a proof file imports, so the proof files sit above it and the loader above them.
 """
 
@@ -47,7 +47,7 @@ class Hypothesis(NamedTuple):
 class Built:
     """What a construction returns for one instance.
 
-    ``hypotheses``: the theorem's hypotheses evaluated on this instance (:class:`Hypothesis`,
+    ``hypotheses``: the theorem's hypotheses evaluated on this instance (`Hypothesis`,
     or plain ``(name, holds, detail)`` tuples); empty when the theorem declares none.
     ``meta``: structured facts for readers of the certificate, written into its ``meta`` as they
     are (JSON values; never read by the checker): ``stages`` — ``[{"name", "start", "stop"}]``,

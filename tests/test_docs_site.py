@@ -98,13 +98,62 @@ def _site_tools_installed():
     return all(importlib.util.find_spec(m) is not None for m in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python"))
 
 
-@pytest.mark.slow
-def test_mkdocs_build_strict(tmp_path):
+SPHINX_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|data|attr|exc|obj|const):`")
+
+
+def test_docstrings_use_markdown_cross_references_not_sphinx_roles():
+    """mkdocstrings renders Google-style Markdown: a Sphinx role (:func:`x`) would show literally.
+
+    Cross-references are autorefs, ``[`x`][exactmem.full.path]`` for an object the site documents,
+    plain ``x`` code otherwise (an unresolved autoref fails the strict build).
+    """
+    import ast
+
+    found = []
+    for folder, _, files in os.walk(os.path.join(ROOT, "exactmem")):
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(folder, name)
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                    for m in SPHINX_ROLE.finditer(node.value.value):
+                        found.append(f"{os.path.relpath(path, ROOT)}:{node.lineno}: {m.group(0)}")
+    assert not found, f"{len(found)} Sphinx role(s) in docstrings:\n  " + "\n  ".join(found[:40])
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory):
+    """The site built once with ``mkdocs build --strict`` (skipped without the docs extra)."""
     if not _site_tools_installed():
         pytest.skip("mkdocs, mkdocs-material or mkdocstrings[python] not installed (the docs extra)")
-    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", CONFIG, "-d", str(tmp_path / "site")],
+    site = tmp_path_factory.mktemp("mkdocs") / "site"
+    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", CONFIG, "-d", str(site)],
                        cwd=ROOT, capture_output=True, text=True, timeout=600,
                        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    return site, r
+
+
+@pytest.mark.slow
+def test_mkdocs_build_strict(built_site):
+    site, r = built_site
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-6000:]
-    assert (tmp_path / "site" / "tutorials" / "01-memorize-five-sequences" / "index.html").is_file()
-    assert (tmp_path / "site" / "api" / "library" / "index.html").is_file()
+    assert (site / "tutorials" / "01-memorize-five-sequences" / "index.html").is_file()
+    assert (site / "api" / "library" / "index.html").is_file()
+
+
+@pytest.mark.slow
+def test_built_site_renders_no_sphinx_roles(built_site):
+    """The API reference shows cross-references as links or code, never ':func:' text."""
+    site, r = built_site
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-6000:]
+    role = re.compile(r":(?:func|class|meth|mod|data|attr|exc):")
+    found = []
+    for html in sorted(site.rglob("*.html")):
+        for m in role.finditer(html.read_text(encoding="utf-8")):
+            found.append(f"{html.relative_to(site)}: {m.group(0)}")
+    assert not found, f"{len(found)} Sphinx role(s) rendered literally:\n  " + "\n  ".join(found[:40])
+    api = (site / "api" / "library" / "index.html").read_text(encoding="utf-8")
+    assert 'href="#exactmem.api.check_data"' in api or 'href="./#exactmem.api.check_data"' in api

@@ -61,7 +61,7 @@ class Stage:
 class Memorizer:
     """A built memorizing network together with everything needed to check it.
 
-    * ``model`` — the exact network (:class:`exactmem.model.Model`);
+    * ``model`` — the exact network ([`exactmem.model.Model`][exactmem.model.Model]);
     * ``dataset`` — the exact inputs and labels it must reproduce (the certificate's dataset);
     * ``claims`` — the theorem's size claims for this instance (parameters, width, depth,
       bits), each computed from the paper's formulas; the checker verifies them;
@@ -107,19 +107,19 @@ class Memorizer:
 
     # convenience forms of the module-level functions
     def run(self, inputs=None, **kw) -> list:
-        """:func:`exactmem.run` on this network (default: its own dataset's inputs)."""
+        """[`exactmem.run`][exactmem.api.run] on this network (default: its own dataset's inputs)."""
         return run(self, self.dataset if inputs is None else inputs, **kw)
 
     def trace(self, x=0, **kw) -> "Trace":
-        """:func:`exactmem.trace` of one input (an index into the dataset, or a sequence)."""
+        """[`exactmem.trace`][exactmem.api.trace] of one input (an index into the dataset, or a sequence)."""
         return trace(self, self.dataset.inputs[x] if isinstance(x, int) else x, **kw)
 
     def certify(self, **kw):
-        """:func:`exactmem.certify` with this network's dataset, claims and error bound."""
+        """[`exactmem.certify`][exactmem.api.certify] with this network's dataset, claims and error bound."""
         return certify(self, **kw)
 
     def inspect(self, **kw):
-        """:func:`exactmem.inspect` of this network."""
+        """[`exactmem.inspect`][exactmem.inspector.text.inspect] of this network."""
         from ..model.summary import inspect
 
         return inspect(self, **kw)
@@ -150,7 +150,7 @@ def sequences(N: int, n: int, d: int, C: int, seed: int = 0, setting: str = "nex
     ones and ``duplicates`` exact copies, labelled consistently so eq. (5) (next-token) or
     eq. (10) (``setting="seq2seq"``) holds. Labels lie in {0, …, C − 1}. ``denominator_bits``
     > 0 gives rational coordinates with random odd denominators of that many bits.
-    Wraps :func:`exactmem.data.kajitsuka_data.generate`.
+    Wraps `exactmem.data.kajitsuka_data.generate`.
     """
     return _generate(N, n, d, C, seed, setting, vocab, permuted, duplicates, denominator_bits, coord_range)
 
@@ -158,10 +158,10 @@ def sequences(N: int, n: int, d: int, C: int, seed: int = 0, setting: str = "nex
 def make_data(sequences: Sequence, labels: Sequence, C: int, setting: str = "next_token",
               name: str = "") -> SequenceData:
     """Exact sequence data from your own tokens (ints, Fractions or ``"p/q"`` strings; floats are
-    refused — use :mod:`exactmem.export.importer` to convert float files exactly).
+    refused — use [`exactmem.export.importer`][exactmem.export.importer] to convert float files exactly).
 
     ``labels[i]`` is an int in {0, …, C − 1} (next-token) or a tuple of n of them (seq2seq).
-    Shapes and labels are validated here; separation and consistency by :func:`check_data`.
+    Shapes and labels are validated here; separation and consistency by [`check_data`][exactmem.api.check_data].
     """
     return _make_data(sequences, labels, C, setting, None, name)
 
@@ -218,7 +218,7 @@ def check_data(data: SequenceData, r=None, delta=None) -> DataReport:
     """Run Assumption 4.1 and eq. (5)/(10) exactly and *report* the outcome (never raises for a
     violated assumption; the message names the offending tokens or sequences).
 
-    :func:`exactmem.kajitsuka.next_token` runs the same checks and refuses data that fails."""
+    [`exactmem.kajitsuka.next_token`][exactmem.api.kajitsuka.next_token] runs the same checks and refuses data that fails."""
     from ..data.kajitsuka_data import check_consistency, check_separation
 
     rep = DataReport(data.N, data.n, data.d, data.C, data.setting, len(data.token_index()[0]), False, False)
@@ -275,10 +275,10 @@ def _labels_for(m: Model, ds: Dataset) -> Dataset:
 
 
 def as_dataset(data: Any) -> Dataset:
-    """The certificate's :class:`~exactmem.data.dataset.Dataset` of a data object.
+    """The certificate's `Dataset` of a data object.
 
-    Accepts a ``Dataset``, a :class:`Memorizer` (its dataset), or anything with
-    ``to_dataset()`` (Kajitsuka :class:`SequenceData`, Mahdavi ``QueryContextData``, Dana
+    Accepts a ``Dataset``, a [`Memorizer`][exactmem.api.Memorizer] (its dataset), or anything with
+    ``to_dataset()`` (Kajitsuka `SequenceData`, Mahdavi ``QueryContextData``, Dana
     ``LookupTable``)."""
     if isinstance(data, Dataset):
         return data
@@ -300,9 +300,9 @@ def _inputs_of(inputs) -> list:
 
 
 def run(model: ModelLike, inputs: Any, backend: str = "auto", decode: bool = True, prec: int = 128) -> list:
-    """Exact forward pass (Kajitsuka & Sato eq. (4); :func:`exactmem.model.forward`).
+    """Exact forward pass (Kajitsuka & Sato eq. (4); `exactmem.model.forward`).
 
-    ``model``: a :class:`~exactmem.model.Model` or :class:`Memorizer`. ``inputs``: a list of
+    ``model``: a [`Model`][exactmem.model.Model] or [`Memorizer`][exactmem.api.Memorizer]. ``inputs``: a list of
     sequences (each a sequence of tokens: vectors, or token ids for an embedding model), or a
     dataset / data object. Returns one output per sequence: the exact output column (a list
     of Fractions) at the last position (``readout="last"``), a list of columns
@@ -367,7 +367,7 @@ class LayerTrace:
 @dataclass
 class Trace:
     """One input through the whole network: ``layers[0]`` is the input, then one
-    :class:`LayerTrace` per layer (exact; Arb balls from the first softmax layer on)."""
+    [`LayerTrace`][exactmem.api.LayerTrace] per layer (exact; Arb balls from the first softmax layer on)."""
 
     model: Model
     input: tuple
@@ -447,9 +447,9 @@ def trace(model: ModelLike, x: Sequence, backend: str = "auto", prec: int = 128)
     """Every activation of one input sequence ``x``, exactly, layer by layer, with the attention
     weights of every head (Kajitsuka & Sato eq. (1)–(3); uniform attention is eq. (39)).
 
-    ``model`` is a Model or a :class:`Memorizer` (whose stages then label the layers).
+    ``model`` is a Model or a [`Memorizer`][exactmem.api.Memorizer] (whose stages then label the layers).
     ``print(trace(...))`` shows a per-layer table (width, bits of the largest activation,
-    attention weights of the last query); :mod:`exactmem.inspector.text` draws figures."""
+    attention weights of the last query); [`exactmem.inspector.text`][exactmem.inspector.text] draws figures."""
     from ..model.forward import decode_output, forward
 
     m = _model_of(model)
@@ -490,7 +490,7 @@ ClaimLike = Union[Claim, Tuple[str, str, Any], Tuple[str, str, Any, str]]
 
 
 def claims_from(spec: Any) -> List[Claim]:
-    """Claims from a list of :class:`Claim` / tuples ``(quantity, op, bound[, source])`` or a
+    """Claims from a list of [`Claim`][exactmem.certificate.writer.Claim] / tuples ``(quantity, op, bound[, source])`` or a
     dict ``{quantity: (op, bound)}``. Quantities: ``n_params``, ``n_nonzero``, ``width``,
     ``relu_depth``, ``attention_layers``, ``depth``, ``max_bits``, ``total_bits``,
     ``n_examples`` (``docs/measurement.md``); ops ``== <= >= < >``."""
@@ -518,25 +518,25 @@ def certify(model: ModelLike, dataset: Any = None, claims: Optional[Iterable[Cla
     """Certify that ``model`` memorizes ``dataset`` and satisfies ``claims``: the independent
     checker's verdict (``docs/certificate.md``).
 
-    The producer side is the one of ``python -m exactmem certify`` (:mod:`exactmem.pipeline.certify`):
+    The producer side is the one of ``python -m exactmem certify`` ([`exactmem.pipeline.certify`][exactmem.pipeline.certify]):
     the exact forward pass, then a format-v1 certificate (model, data, claimed outputs,
     claims) serialised once — to ``path`` if given, else to bytes in memory — and parsed back
     by the checker's own reader, so the checker sees only the serialised document and
     re-derives every output and every claimed size from it (no construction code).
 
-    ``checker``: ``"pure"`` — the small kernel (:mod:`exactmem.kernel.checker`:
+    ``checker``: ``"pure"`` — the small kernel ([`exactmem.kernel.checker`][exactmem.kernel.checker]:
     ``int``/``Fraction`` only, rational intervals after softmax); ``"fast"`` — the batched
-    exact NumPy path (:mod:`exactmem.certificate.fastcheck`, same verdicts); ``"auto"``
+    exact NumPy path (`exactmem.certificate.fastcheck`, same verdicts); ``"auto"``
     (default) — the CLI's rule without a ``--size``: fast when every attention layer is
     ``uniform`` or ``hardmax`` and the dataset has at least 1,000 examples, else pure
-    (:func:`exactmem.pipeline.certify.auto_checker`). ``backend="auto"``: the exact engine the proof
+    ([`exactmem.pipeline.certify.auto_checker`][exactmem.pipeline.certify.auto_checker]). ``backend="auto"``: the exact engine the proof
     file names for this theorem (e.g. ``compress`` for Kajitsuka & Sato and Vardi et al.),
     else the forward pass's own choice.
 
-    ``model`` may be a :class:`Memorizer`: then ``dataset``, ``claims``, ``error_bound`` and
-    ``theorem`` default to its own. ``claims``: see :func:`claims_from`. ``error_bound``:
+    ``model`` may be a [`Memorizer`][exactmem.api.Memorizer]: then ``dataset``, ``claims``, ``error_bound`` and
+    ``theorem`` default to its own. ``claims``: see [`claims_from`][exactmem.api.claims_from]. ``error_bound``:
     for identity decoding, outputs within ε of the labels pass (softmax models). ``limits``:
-    the verifier's budget, an :class:`exactmem.kernel.checker.Limits` (time, precision,
+    the verifier's budget, an `exactmem.kernel.checker.Limits` (time, precision,
     digits, value and file size; ``docs/certificate.md`` § Budgets): a time, precision or value
     limit hit gives ``UNKNOWN``; more digits or bytes than allowed raise ``MalformedCertificate``
     (``check`` exits 3).
@@ -546,7 +546,7 @@ def certify(model: ModelLike, dataset: Any = None, claims: Optional[Iterable[Cla
     verdict and witness (``docs/scaling.md``); the certificate then goes to ``path`` (or a
     temporary directory), in version-2 chunks of ``chunk_examples`` if given.
 
-    Returns a :class:`~exactmem.kernel.checker.Verdict`: ``.status`` is ``CERTIFIED``,
+    Returns a `Verdict`: ``.status`` is ``CERTIFIED``,
     ``REFUTED`` (``.witness`` names the example or claim) or ``UNKNOWN``; ``.measured`` the
     checker's own parameter/width/depth/bit counts.
     """

@@ -3,13 +3,13 @@
 An attention-only Transformer memorizes T0 = H·d_h + d associations (Corollary 1; note
 ``dana.md`` §3).
 
-* :func:`random_table` — a seeded look-up table of token sequences and next tokens;
-* :func:`associations` — the one-layer attention-only Transformer (embeddings, H heads with
+* [`random_table`][exactmem.api.dana.random_table] — a seeded look-up table of token sequences and next tokens;
+* [`associations`][exactmem.api.dana.associations] — the one-layer attention-only Transformer (embeddings, H heads with
   a skip connection, unembedding, argmax decoding). ``mode="base2"`` is exact: base-2
   softmax weights 2^{k_s}/Σ_j 2^{k_j} for integer scores (note §3.7, attention kind
   ``softmax2``); ``mode="rational"`` uses the ordinary softmax, certified with intervals.
 
-Returns a :class:`~exactmem.api.Memorizer` with the claims of ``exactmem.proofs.dana``. See
+Returns a [`Memorizer`][exactmem.api.Memorizer] with the claims of ``exactmem.proofs.dana``. See
 ``docs/dana.md``.
 """
 

@@ -1,19 +1,19 @@
 """Kajitsuka & Sato (ICLR 2025): the Õ(√N) memorizing Transformer, as a library call.
 
-* :func:`next_token` — Theorem 4.1 / B.1: N consistently labelled (eq. (5)), token-wise
+* [`next_token`][exactmem.api.kajitsuka.next_token] — Theorem 4.1 / B.1: N consistently labelled (eq. (5)), token-wise
   separated (Assumption 4.1) sequences are memorized at the last position by
   ``E_out ∘ F₂ ∘ F^(UA) ∘ F₁ ∘ E_in`` of width ≤ 14 and depth Õ(√N), Õ(√N) bits per weight;
-* :func:`seq2seq` — Corollary 4.1: the same network read out at every position (eq. (10));
-* :func:`hardmax` — the uniform layer written as hard attention (eq. (12)).
+* [`seq2seq`][exactmem.api.kajitsuka.seq2seq] — Corollary 4.1: the same network read out at every position (eq. (10));
+* [`hardmax`][exactmem.api.kajitsuka.hardmax] — the uniform layer written as hard attention (eq. (12)).
 
-Each returns a :class:`~exactmem.api.Memorizer` whose ``claims`` are the theorem's claims of
+Each returns a [`Memorizer`][exactmem.api.Memorizer] whose ``claims`` are the theorem's claims of
 ``exactmem.proofs.kajitsuka`` for this instance (eqs. (41), (42), (110), (111); this compact
 network — Theorem B.1's plain FFNs — meets even the real-valued printed form of (110), which
 is stricter than (110) with the integers its lemmas require, ``vardi.eq110_integer``, the form
 the network in the paper's blocks, ``proofs/kajitsuka_paper.py``, is claimed against), and whose
 ``stages`` name the lemmas' layer ranges (F₁'s token id and ϕ̃, the uniform attention, F₂'s
 Lemma C.1 stages, including the bit-extraction Stage III of Lemma G.6). Wraps
-:func:`exactmem.constructions.kajitsuka.compact.build`; see ``docs/kajitsuka.md``.
+`exactmem.constructions.kajitsuka.compact.build`; see ``docs/kajitsuka.md``.
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ SOURCE = "Kajitsuka & Sato (ICLR 2025) Theorem 4.1 / B.1"
 
 
 def stages(b: _K.KajitsukaBuild) -> List[Stage]:
-    """Named layer ranges of a built network (:func:`exactmem.proofs._kajitsuka_core.stage_spans`)."""
+    """Named layer ranges of a built network (`exactmem.proofs._kajitsuka_core.stage_spans`)."""
     return [Stage(name, start, stop) for name, start, stop in stage_spans(b)]
 
 
 def claims(b: _K.KajitsukaBuild) -> List[Claim]:
-    """The theorem's claims for a built instance: those of :mod:`exactmem.proofs.kajitsuka`
+    """The theorem's claims for a built instance: those of `exactmem.proofs.kajitsuka`
     (exact depth and bits of this implementation, eqs. (41)-(42), (110)-(111), the explicit
     Õ(d + √N) parameter bound)."""
     return list(proof_module("kajitsuka").claims(b))
@@ -53,11 +53,11 @@ def next_token(data: SequenceData, seed: int = 0, r=None, delta=None) -> Memoriz
     """Theorem 4.1 / B.1: a Transformer that outputs, exactly, the label of each sequence at its
     last position.
 
-    ``data``: :class:`~exactmem.data.kajitsuka_data.SequenceData` with ``setting="next_token"``
-    (from :func:`exactmem.sequences`, :func:`exactmem.make_data` or :mod:`exactmem.export.importer`).
+    ``data``: `SequenceData` with ``setting="next_token"``
+    (from [`exactmem.sequences`][exactmem.api.sequences], [`exactmem.make_data`][exactmem.api.make_data] or [`exactmem.export.importer`][exactmem.export.importer]).
     ``r``, ``delta``: the separation constants of Assumption 4.1 (default: the tightest ones,
     clamped to r ≥ 1 ≥ δ). ``seed`` fixes the random projections and Lemma B.2's weights.
-    Raises :class:`~exactmem.data.dataset.DataError` when an assumption fails (the message
+    Raises `DataError` when an assumption fails (the message
     names the tokens or sequences)."""
     if data.setting != "next_token":
         raise ValueError(f"next_token needs next-token data, got setting {data.setting!r}; use seq2seq()")
@@ -74,7 +74,7 @@ def seq2seq(data: SequenceData, seed: int = 0, r=None, delta=None) -> Memorizer:
 
 
 def hardmax(data: SequenceData, seed: int = 0, r=None, delta=None) -> Memorizer:
-    """The network of :func:`next_token` (or :func:`seq2seq`) with the uniform layer written as
+    """The network of [`next_token`][exactmem.api.kajitsuka.next_token] (or [`seq2seq`][exactmem.api.kajitsuka.seq2seq]) with the uniform layer written as
     a hard-attention layer, eq. (12): W_Q = W_K = 0, so every key ties and hardmax averages."""
     b = _K.build(data, seed=seed, attention="hardmax", r=r, delta=delta)
     return _wrap(data, b, "kajitsuka.next_token_hardmax" if data.setting == "next_token" else

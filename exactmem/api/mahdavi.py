@@ -3,12 +3,12 @@
 One multi-head attention layer memorizes T = H(min(n, d_h) − 1) + 1 examples (Theorem 1;
 construction of note ``mahdavi.md`` §4).
 
-* :func:`random_data` — seeded query/context examples (the paper's ``RandomDataset``);
-* :func:`memorize` — the layer, in ``mode="softmax"`` (the paper's layer; real labels are met
+* [`random_data`][exactmem.api.mahdavi.random_data] — seeded query/context examples (the paper's ``RandomDataset``);
+* [`memorize`][exactmem.api.mahdavi.memorize] — the layer, in ``mode="softmax"`` (the paper's layer; real labels are met
   within a certified error bound ε, class labels by a certified argmax) or ``mode="hardmax"``
   (the saturation limit, exact in Q).
 
-Returns a :class:`~exactmem.api.Memorizer` with the claims of ``exactmem.proofs.mahdavi``. See
+Returns a [`Memorizer`][exactmem.api.Memorizer] with the claims of ``exactmem.proofs.mahdavi``. See
 ``docs/mahdavi.md``.
 """
 

@@ -1,13 +1,13 @@
 """The Õ(√N) ReLU memorizer (Vardi, Yehudai & Shamir 2022; Kajitsuka & Sato Lemmas C.1, F.1).
 
-* :func:`memorize` — Lemma C.1: N labelled points in Q^d (labels in {0, …, C − 1}) and V − N
+* [`memorize`][exactmem.api.vardi.memorize] — Lemma C.1: N labelled points in Q^d (labels in {0, …, C − 1}) and V − N
   *extra* points are mapped exactly to their labels (extra points to 0) by a ReLU network of
   width ≤ 12 whose labels and keys are packed into the bits of a few huge weights and read
   back by a bit-extraction network (the doubling map, Lemma G.6);
-* :func:`memorize_limited_bits` — Lemma F.1: the same with at most B² points per memorizer,
+* [`memorize_limited_bits`][exactmem.api.vardi.memorize_limited_bits] — Lemma F.1: the same with at most B² points per memorizer,
   trading bits per weight for depth.
 
-Each returns a :class:`~exactmem.api.Memorizer` (one example per point, a one-token
+Each returns a [`Memorizer`][exactmem.api.Memorizer] (one example per point, a one-token
 sequence) whose claims are those of ``exactmem.proofs.vardi`` (eqs. (110), (111)) and whose stages
 name Stage I (projection), II (group selection) and III (bit extraction). See ``docs/vardi.md``.
 """
@@ -76,5 +76,5 @@ def memorize_limited_bits(points: Sequence, labels: Sequence, C: int, B: int, ex
 def bit_extractor(M: int, nbits: int = None):
     """The doubling-map gadget alone (background note §1.3(c)): input an integer 0 ≤ U < 2^M,
     outputs its top ``nbits`` bits and the shifted remainder; one ReLU layer per bit. Returns
-    a :class:`~exactmem.model.Model` (try ``exactmem.run(m, [[(13,)]])`` with M = 4)."""
+    a [`Model`][exactmem.model.Model] (try ``exactmem.run(m, [[(13,)]])`` with M = 4)."""
     return _V.bit_extractor(M, nbits)

@@ -8,23 +8,23 @@ here in an interval ``[lo, hi]`` with ``Fraction`` endpoints that provably conta
 computed with integer arithmetic only (no floating point in any result). Two flavours share
 one implementation of the interval arithmetic (``+``, ``−``, ``×``, ``/`` as usual):
 
-* :class:`Enc` (size formulas: :func:`sqrt`, :func:`log2`, :func:`ln`, :func:`emax`,
-  :func:`ceil`, :func:`floor`, :func:`floor_lower`, π and ln 2), ``width()`` a method;
-* :class:`Interval` (lower bounds: :func:`e_interval`, :func:`log2_interval`, :func:`decide`,
-  :func:`show`), ``width`` a property.
+* [`Enc`][exactmem.arith.enclosure.Enc] (size formulas: [`sqrt`][exactmem.arith.enclosure.sqrt], [`log2`][exactmem.arith.enclosure.log2], [`ln`][exactmem.arith.enclosure.ln], `emax`,
+  `ceil`, `floor`, [`floor_lower`][exactmem.arith.enclosure.floor_lower], π and ln 2), ``width()`` a method;
+* [`Interval`][exactmem.arith.enclosure.Interval] (lower bounds: [`e_interval`][exactmem.arith.enclosure.e_interval], [`log2_interval`][exactmem.arith.enclosure.log2_interval], [`decide`][exactmem.arith.enclosure.decide],
+  [`show`][exactmem.arith.enclosure.show]), ``width`` a property.
 
 Proofs of the enclosures:
 
 * ``sqrt``: ``⌊√⌊q·4^k⌋⌋ / 2^k ≤ √q ≤ ⌈√⌈q·4^k⌉⌉ / 2^k``, the kernel's ``enclosure.sqrt_bound``
   (proof there; the producer's √ is the kernel's);
 * π and ln 2 from their first 20 decimals (truncations, so the enclosures are strict);
-* **e** (:func:`e_interval`): with ``S_K = Σ_{k=0}^{K} 1/k!``,
+* **e** ([`e_interval`][exactmem.arith.enclosure.e_interval]): with ``S_K = Σ_{k=0}^{K} 1/k!``,
   ``S_K < e < S_K + 1/(K!·K)``, because
   ``Σ_{k>K} 1/k! < 1/(K+1)! · Σ_{j≥0} (K+2)^{-j} = (K+2)/((K+1)!(K+1)) ≤ 1/(K!·K)``
   (the last step is ``K(K+2) ≤ (K+1)²``).
-* ``log2`` (:func:`log2`) of a moderate rational: the largest integer a with
+* ``log2`` ([`log2`][exactmem.arith.enclosure.log2]) of a moderate rational: the largest integer a with
   ``2^a ≤ q^(2^k)`` gives ``a/2^k ≤ log2 q < (a+1)/2^k`` (one exact comparison of integers);
-* **log2** by squaring (:func:`log2_interval`; :func:`log2` for huge rationals): write
+* **log2** by squaring ([`log2_interval`][exactmem.arith.enclosure.log2_interval]; [`log2`][exactmem.arith.enclosure.log2] for huge rationals): write
   ``x = 2^k·y`` with ``y ∈ [1, 2)``. Binary digits of ``log2 y`` come from repeated squaring:
   ``y_0 = y``; if ``y_j² ≥ 2`` the next digit is 1 and ``y_{j+1} = y_j²/2``, else it is 0 and
   ``y_{j+1} = y_j²``; every ``y_j`` stays in ``[1, 2)`` and
@@ -39,7 +39,7 @@ How a claim uses an enclosure (``docs/vardi.md``): "measured ≤ formula" is cer
 bound ``⌊lo⌋`` — if an integer is ≤ ⌊lo⌋ it is ≤ the real formula; a counter-example to a
 formula uses ``⌊hi⌋`` — an integer above ⌊hi⌋ is above the real value for sure. A comparison
 of two enclosed sides is *decided* only when the enclosures are disjoint (or both sides are
-exact), otherwise the precision is doubled (:func:`decide`).
+exact), otherwise the precision is doubled ([`decide`][exactmem.arith.enclosure.decide]).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ Number = Union[int, Fraction, "_Enclosure"]
 class _Enclosure:
     """A closed interval [lo, hi] of rationals known to contain one real number.
 
-    The arithmetic of both flavours (:class:`Enc`, :class:`Interval`): the result has the
+    The arithmetic of both flavours ([`Enc`][exactmem.arith.enclosure.Enc], [`Interval`][exactmem.arith.enclosure.Interval]): the result has the
     flavour of the left operand; an exact number operand is a point interval."""
 
     lo: Fraction
@@ -153,7 +153,7 @@ class Enc(_Enclosure):
 
 class Interval(_Enclosure):
     """The closed set ``{x : lo ≤ x ≤ hi}`` of reals, with rational endpoints (lower bounds;
-    ``width`` a property; printed by :func:`show`)."""
+    ``width`` a property; printed by [`show`][exactmem.arith.enclosure.show])."""
 
     @property
     def width(self) -> Fraction:
@@ -161,12 +161,12 @@ class Interval(_Enclosure):
 
 
 def enc(x: Number) -> Enc:
-    """An exact number as a point :class:`Enc` (an Enc is returned unchanged)."""
+    """An exact number as a point [`Enc`][exactmem.arith.enclosure.Enc] (an Enc is returned unchanged)."""
     return Enc.of(x)
 
 
 def as_interval(x: Number) -> Interval:
-    """Point :class:`Interval` for an int/Fraction; intervals pass through."""
+    """Point [`Interval`][exactmem.arith.enclosure.Interval] for an int/Fraction; intervals pass through."""
     return Interval.of(x)
 
 
@@ -259,7 +259,7 @@ EXACT_LOG_BITS = 256  # above this size of q, q^(2^k) is too big: use the squari
 
 def _log2_enclosure(q: Fraction, k: int) -> Enc:
     """log2 q for q > 0: the exact comparison ⌊2^k log2 q⌋ for moderate q; for huge q the
-    digit-by-digit squaring enclosure :func:`log2_interval` (proof in the module docstring)."""
+    digit-by-digit squaring enclosure [`log2_interval`][exactmem.arith.enclosure.log2_interval] (proof in the module docstring)."""
     if max(q.numerator.bit_length(), q.denominator.bit_length()) <= EXACT_LOG_BITS:
         a = _log2_floor_scaled(q, k)
         return Enc(Fraction(a, 2 ** k), Fraction(a + 1, 2 ** k))

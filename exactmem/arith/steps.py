@@ -1,8 +1,8 @@
 """Checked steps and reports: each inequality with both sides and a holds/fails verdict.
 
-A :class:`Step` is one inequality (or identity, or precondition) of a written proof,
+A [`Step`][exactmem.bounds.Step] is one inequality (or identity, or precondition) of a written proof,
 evaluated exactly: both sides are exact integers/rationals or proven rational enclosures
-(:class:`~exactmem.arith.enclosure.Interval`). Its ``status`` is ``holds``, ``fails`` or
+([`Interval`][exactmem.arith.enclosure.Interval]). Its ``status`` is ``holds``, ``fails`` or
 ``undecided`` (enclosures not separated at the maximum precision — never a tolerance).
 A failing step may carry a ``repair``: the change that makes the argument valid again
 (reported, never applied silently).
@@ -126,7 +126,7 @@ def _show_digits(v, digits: int) -> str:
 
 
 def _show(v) -> str:
-    """``show`` of a value of any size (:func:`_printable`)."""
+    """``show`` of a value of any size (`_printable`)."""
     v = _printable(v)
     return v if isinstance(v, str) else show(v)
 

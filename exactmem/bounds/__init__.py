@@ -1,20 +1,20 @@
 """Counting arguments and lower bounds, checked step by step (``docs/lower-bounds.md``).
 
-* :mod:`.seq2seq` — Kajitsuka & Sato Theorem 4.3 / B.3 (hardmax seq-to-seq): the chain
+* `.seq2seq` — Kajitsuka & Sato Theorem 4.3 / B.3 (hardmax seq-to-seq): the chain
   (70)–(96) for a concrete architecture, Lemma B.4's precondition at every use, the minimal
   W of the final inequality and of the sharp bound (90);
-* :mod:`.sharp` — the sharp bound (90) at any depth (closed form, Euler–Maclaurin sums of
-  :mod:`.sums`) and its minimal W over a family; :mod:`.search` — brackets and bisection
+* `.sharp` — the sharp bound (90) at any depth (closed form, Euler–Maclaurin sums of
+  `.sums`) and its minimal W over a family; `.search` — brackets and bisection
   (every minimum is bisected on exact decisions, at any n ≤ 10⁶, N ≤ 10¹⁵);
-* :mod:`.next_token` — Theorem 4.2 / B.2: the repeated-token reduction checked on the exact
+* `.next_token` — Theorem 4.2 / B.2: the repeated-token reduction checked on the exact
   model, explicit-constant bounds and their minimal W;
-* :mod:`.bits` — total bits ≥ N·log2 C (nN for seq-to-seq), in the paper's and exactmem's
+* `.bits` — total bits ≥ N·log2 C (nN for seq-to-seq), in the paper's and exactmem's
   bit conventions;
-* :mod:`.symbolic` — degrees and polynomial counts with sympy on tiny instances;
-* :mod:`.toy` — brute-force sign patterns of toy hardmax Transformers;
-* :mod:`exactmem.arith.enclosure` (shared with the size claims) — proven rational enclosures of e
+* `.symbolic` — degrees and polynomial counts with sympy on tiny instances;
+* `.toy` — brute-force sign patterns of toy hardmax Transformers;
+* [`exactmem.arith.enclosure`][exactmem.arith.enclosure] (shared with the size claims) — proven rational enclosures of e
   and log2; exact decisions;
-* :mod:`.plot` — lower bounds vs the O(N) baseline (matplotlib optional).
+* `.plot` — lower bounds vs the O(N) baseline (matplotlib optional).
 
 No floating point enters a verdict.
 """

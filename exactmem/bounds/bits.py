@@ -114,7 +114,7 @@ def model_bits_report(name: str, n_params: int, max_bits: int, total_bits: int, 
 
 def baseline_rows(N_values: List[int], d: int = 16, C: int = 2, seed: int = 0, slopes_up_to: int = 200) -> List[dict]:
     """Build the O(N) ReLU baselines (steps; slopes for small N) on seeded data and measure
-    their bits against N·log2 C, and Kajitsuka & Sato's construction (:func:`kajitsuka_rows`)."""
+    their bits against N·log2 C, and Kajitsuka & Sato's construction (`kajitsuka_rows`)."""
     from ..constructions import relu_interpolation
     from ..data.dataset import random_labels, random_points
     from ..model.measure import measure

@@ -10,8 +10,8 @@ then (eq. numbers of the paper):
 * (85) block outputs: degree ≤ 4l + 1;
 * (88) final outputs after E_out: nN polynomials of degree ≤ 4L + 2.
 
-The chain (:mod:`seq2seq`) and the symbolic checker (:mod:`symbolic`) both read these
-numbers from a :class:`Bookkeeping`, so a deliberately wrong entry (e.g. degree 8l − 5) can
+The chain (`seq2seq`) and the symbolic checker (`symbolic`) both read these
+numbers from a [`Bookkeeping`][exactmem.bounds.Bookkeeping], so a deliberately wrong entry (e.g. degree 8l − 5) can
 be planted and must be detected (``tests/test_bounds_symbolic.py``).
 """
 

@@ -1,7 +1,7 @@
 """Lower-bound certificates: the chains of ``bounds minw|next-token|bits|chain|run`` written for the kernel.
 
 The producer side of ``docs/lower-bound-certificates.md``. Every arithmetic step the reports of
-:mod:`.seq2seq`, :mod:`.sharp`, :mod:`.next_token` and :mod:`.bits` decide is written here as an
+`.seq2seq`, `.sharp`, `.next_token` and `.bits` decide is written here as an
 exact relation between expressions built from the concrete integers (n, N, C, W, the
 architecture's d, m, s, H, q, L); the cited lemmas become premises. ``python -m exactmem check
 FILE`` re-derives every step in the trusted kernel (``exactmem/kernel/lowerbound.py``);
@@ -345,7 +345,7 @@ def sharp_steps(ch: Chain, n: int, N: int, sharp, family, convention: str = "pap
 # ----------------------------------------------------------------- Theorem B.3: the chain
 
 def chain_chain(arch: Architecture, n: int, N: int, convention: str = "paper") -> Chain:
-    """Every step of :func:`.seq2seq.chain` for one architecture, as kernel-checked steps."""
+    """Every step of [`.seq2seq.chain`][exactmem.bounds.chain] for one architecture, as kernel-checked steps."""
     from .counting import amgm_is_equality
     from .sharp import factors
 
@@ -470,7 +470,7 @@ def _decided_ruled_out(nN: int, name: str, ch: Chain) -> bool:
 # ---------------------------------------------------------------- Theorem B.2 (next-token)
 
 def next_token_min_chain(N: int, s: int, a: int, ch: Optional[Chain] = None) -> Chain:
-    """:func:`.next_token.min_W_next_token_report` as steps: the sign-count bound at s and s − 1, the
+    """`.next_token.min_W_next_token_report` as steps: the sign-count bound at s and s − 1, the
     Goldberg–Jerrum bound at a and a − 1, the case split, and both minima against W = 10."""
     from .arch import smallest_W
 
@@ -512,7 +512,7 @@ def next_token_min_chain(N: int, s: int, a: int, ch: Optional[Chain] = None) -> 
 
 
 def next_token_arch_chain(arch: Architecture, N: int, convention: str = "paper") -> Chain:
-    """:func:`.next_token.next_token_chain` and :func:`.next_token.algorithm_bound_report` as steps."""
+    """[`.next_token.next_token_chain`][exactmem.bounds.next_token_chain] and `.next_token.algorithm_bound_report` as steps."""
     from .counting import amgm_is_equality
     from .next_token import next_token_factors
 
@@ -578,7 +578,7 @@ def next_token_arch_chain(arch: Architecture, N: int, convention: str = "paper")
 # --------------------------------------------------------------------------- bits
 
 def bits_chain(pts: int, C: int, W: int, bf: int, be: int, T: int, label: str) -> Chain:
-    """:func:`.bits.bits_summary` with W as steps: the fixed-format, exactmem-bits and total-bits minima."""
+    """`.bits.bits_summary` with W as steps: the fixed-format, exactmem-bits and total-bits minima."""
     ch = Chain(f"bit lower bounds for {label} with C = {C} classes and W = {W} parameters: at least {bf} bits per "
                f"weight (fixed format), {be} bits per weight (exactmem bits), {T} bits in total (exactmem bits)")
     _common(ch)

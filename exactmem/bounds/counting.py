@@ -5,7 +5,7 @@ W ≤ M and let P_1, …, P_M be polynomials of degree at most D in W variables;
 of sign vectors (sgn P_1(a), …, sgn P_M(a)), a ∈ R^W, with three-valued sgn, satisfies
 K ≤ (8eMD/W)^W.*
 
-A :class:`Factor` is one application: M polynomials, degree ≤ D, v variables. The
+A `Factor` is one application: M polynomials, degree ≤ D, v variables. The
 **precondition v ≤ M** is part of the lemma; the written proof of Theorem B.3 never checks
 it. Repair used here (``docs/errata.md``): repeating a polynomial does not change the set
 of sign vectors, so with ``M' = max(M, v)`` copies the lemma applies and gives

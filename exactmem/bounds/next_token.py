@@ -9,15 +9,15 @@ parameters is O(W²) (Goldberg & Jerrum)". No constant is given.
 
 This module
 
-1. checks the reduction on an instance with the exactmem model (:func:`reduction_report`):
+1. checks the reduction on an instance with the exactmem model ([`reduction_report`][exactmem.bounds.reduction_report]):
    the Transformer on n repeated tokens and the reduced ReLU network (attention replaced by
-   an :class:`~exactmem.model.Affine` layer) give the same output — exactly for hardmax and
+   an [`Affine`][exactmem.model.Affine] layer) give the same output — exactly for hardmax and
    uniform attention, by containment of the Arb ball for softmax — and every traced layer
    has identical columns;
 2. gives two explicit bounds:
 
    * **sign-count bound** (derived here with the same Lemma B.4 as Theorem B.3, checked
-     step by step in :func:`next_token_chain`): on the N shattered inputs the reduced network
+     step by step in [`next_token_chain`][exactmem.bounds.next_token_chain]): on the N shattered inputs the reduced network
      needs only the ReLU refinements (N·q polynomials of degree 4l in v_l variables per
      block) and the output signs (N polynomials of degree 4L+2 in W variables), so
      ``N ≤ W̃·log2(48e·N)`` with ``W̃ = W + Σ_l v_l ≤ W + W²/8``, hence
@@ -27,7 +27,7 @@ This module
      for t arithmetic operations and comparisons per evaluation; the reduced network on one
      token takes t ≤ 3W + 3, so **N ≤ 12W² + 20W**.
 
-   :func:`min_W_next_token` solves both for the smallest W.
+   [`min_W_next_token`][exactmem.bounds.min_W_next_token] solves both for the smallest W.
 """
 
 from __future__ import annotations
@@ -318,8 +318,8 @@ def min_W_next_token(N: int) -> NextTokenMin:
     repeated-token sequences has at least this many parameters (both bounds need W ≤ N for
     Lemma B.4; a larger W is trivially ≥ the minimum, which is checked to be ≤ N).
 
-    Sign count: bisection in the exact bracket of :func:`sign_count_bracket`, every step decided
-    exactly. Algorithm bound: the closed form of :func:`algorithm_minimum`, checked at W and
+    Sign count: bisection in the exact bracket of `sign_count_bracket`, every step decided
+    exactly. Algorithm bound: the closed form of `algorithm_minimum`, checked at W and
     W − 1 with integers. No scan; the brute-force scans are tests (``tests/test_bounds_scale.py``)."""
     N = check_positive_int("N", N)
     lo, hi = sign_count_bracket(N)

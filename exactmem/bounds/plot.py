@@ -3,7 +3,7 @@
 Every plotted number is an exact integer computed by exactmem (minimal W from the
 checked inequalities; baseline parameter counts from ``proofs/relu_interpolation.py``).
 matplotlib (the ``plot`` extra) is imported only to draw; without it the series are still
-available and :func:`make_plot` raises :class:`PlotUnavailable` with an install hint.
+available and `make_plot` raises `PlotUnavailable` with an install hint.
 
 Left panel, next-token (against N): the two explicit Theorem B.2 bounds and the baselines
 (steps form d + 6(N−1) + 1, slopes form d + 3(N−1) + 1). Right panel, seq-to-seq
@@ -11,7 +11,7 @@ Left panel, next-token (against N): the two explicit Theorem B.2 bounds and the 
 minimized over a family of architectures for n = 1 and n = 8, and the token-wise baseline
 d + 6(nN−1) + 1 (the step network memorizes all nN distinct tokens, attention unused).
 Kajitsuka & Sato's construction (``exactmem.constructions.kajitsuka.compact``) is built and measured
-for the points up to 10^4 (:func:`kajitsuka_series`).
+for the points up to 10^4 (`kajitsuka_series`).
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 Construction proof files (``docs/proof-files.md``) define ``THEOREMS`` that ``certify``
 builds. Lower bounds build no model; a lower-bound file defines ``LOWER_BOUNDS``, a list of
-:class:`BoundTheorem`: a statement, its source, a ``run(params) -> Report`` function that
+`BoundTheorem`: a statement, its source, a ``run(params) -> Report`` function that
 checks it step by step, and default instances tagged with ``--size`` levels.
 ``python -m exactmem bounds run proofs/lower_bounds.py`` runs them (the file is loaded by
-:mod:`exactmem.pipeline.loader`, which sits above the proof files). A theorem whose steps are
+`exactmem.pipeline.loader`, which sits above the proof files). A theorem whose steps are
 arithmetic may also give ``certificate(params) -> dict``: its chain as a lower-bound certificate
 (``docs/lower-bound-certificates.md``); ``bounds run … --certificate DIR`` writes one per instance
 and labels the others "checked by the producer".

@@ -8,7 +8,7 @@ bracket ``(lo, hi]`` — ``pred(lo)`` false (or ``lo = 0``), ``pred(hi)`` true �
 exact closed form evaluated with both ends of an enclosure (so ``hi − lo`` is usually ≤ 2),
 or from galloping (doubling steps) away from a guess.
 
-The predicates are decided exactly (integers, or :func:`exactmem.arith.enclosure.decide`); no
+The predicates are decided exactly (integers, or [`exactmem.arith.enclosure.decide`][exactmem.arith.enclosure.decide]); no
 float enters a decision. The brute-force scans these functions replace are kept in the tests
 (``tests/test_bounds_scale.py``) as cross-checks.
 """

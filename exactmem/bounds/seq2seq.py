@@ -12,10 +12,10 @@ chain (numbers are the paper's equations, transcribed in ``docs/lower-bounds.md`
     nN ≤ W̄ log2(48e n³N) ≤ 3W̄ log2(48e nN)                                      (94),(95)
     W̄ ≤ W + 2Σ_l W_l ≤ W + 2LW ≤ 3W²                                             (96)
 
-:func:`chain` evaluates every inequality for a concrete architecture and (n, N), exactly
+[`chain`][exactmem.bounds.chain] evaluates every inequality for a concrete architecture and (n, N), exactly
 (integers; e and log2 through proven rational enclosures), and checks Lemma B.4's
-precondition at every use. :func:`min_W` solves the final inequality for the smallest
-admissible W; :func:`min_W_sharp` does the same for the unsimplified bound (90) over a
+precondition at every use. [`min_W`][exactmem.bounds.min_W] solves the final inequality for the smallest
+admissible W; [`min_W_sharp`][exactmem.bounds.min_W_sharp] does the same for the unsimplified bound (90) over a
 family of architectures.
 """
 
@@ -45,7 +45,7 @@ REPAIR_PRECONDITION = (
 def cell_variables(arch: Architecture) -> List[int]:
     """For each factor, the number of parameters its polynomials can depend on, on one cell
     of the partition (earlier W^K, W^Q only fix the argmax pattern): same order as
-    :func:`factors`. Lemma B.4 needs the counted v to be at least this."""
+    `factors`. Lemma B.4 needs the counted v to be at least this."""
     out = []
     for l in range(1, arch.L + 1):
         out.append(arch.cell_att_vars(l))

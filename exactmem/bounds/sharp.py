@@ -1,20 +1,20 @@
 """The sharp product bound (90) of Theorem B.3 at any depth, and its minimal W over a family.
 
-Eq. (90), middle line, with the repair M' = max(M, v) (:mod:`.counting`): a hardmax
+Eq. (90), middle line, with the repair M' = max(M, v) (`.counting`): a hardmax
 Transformer of shape (d, m, s, H, q) and depth L that shatters nN distinct tokens satisfies
 
     nN ≤ log2 Π(L) = Σ_{l=1}^{L} [a_l + f_l] + o_L,
 
 a_l, f_l, o_L the log2 of the attention, ReLU and output factors (8e·M'·D/v)^v
-(:func:`factors`). :func:`product_log2_sharp` encloses log2 Π(L) in time independent of L:
-the first :data:`SHARP_HEAD` blocks factor by factor (cached per shape), the rest in closed
+(`factors`). `product_log2_sharp` encloses log2 Π(L) in time independent of L:
+the first `SHARP_HEAD` blocks factor by factor (cached per shape), the rest in closed
 form — with v_l = p + B·l and D_l linear in l, the per-block terms are
 
     v_l·(3 + log2 e) + v_l·log2 D_l + [v_l ≤ M]·v_l·(log2 M − log2 v_l),
 
 exact integer sums plus two sums Σ (α + βl)·log2(γl + δ) enclosed by Euler–Maclaurin with a
-proven remainder (:mod:`.sums`); the split point of M' = max(M, v_l) is the exact integer
-⌊(M − p)/B⌋. Decisions (:func:`ruled_out_sharp`) are exact: the enclosures are refined until
+proven remainder (`.sums`); the split point of M' = max(M, v_l) is the exact integer
+⌊(M − p)/B⌋. Decisions (`ruled_out_sharp`) are exact: the enclosures are refined until
 they separate from nN (log2 Π is never an integer — it contains (Σv)·log2 e, and e is
 transcendental).
 
@@ -93,7 +93,7 @@ def product_log2_sharp(arch: Architecture, n: int, N: int, convention: str = "pa
     """log2 of the product bound (90) (with M' = max(M, v)), enclosed to about 2^−bits.
 
     Factor by factor when L ≤ ``direct_upto`` (or for a bookkeeping other than the paper's);
-    else the first :data:`SHARP_HEAD` blocks factor by factor and the rest in closed form
+    else the first `SHARP_HEAD` blocks factor by factor and the rest in closed form
     (module docstring), in time independent of L."""
     L = arch.L
     if L <= max(direct_upto, SHARP_HEAD) or bk is not PAPER:
@@ -124,7 +124,7 @@ def ruled_out_sharp(arch: Architecture, n: int, N: int, convention: str = "paper
 
 @dataclass(frozen=True)
 class Family:
-    """Architectures searched by :func:`min_W_sharp`: d fixed, shapes from the ranges, any L ≥ 1."""
+    """Architectures searched by [`min_W_sharp`][exactmem.bounds.min_W_sharp]: d fixed, shapes from the ranges, any L ≥ 1."""
 
     d: Tuple[int, ...] = (1,)
     m: Tuple[int, ...] = (1, 2, 3)
@@ -201,7 +201,7 @@ class SharpMin:
 
 def sharp_bound_at(arch: Architecture, n: int, N: int, convention: str = "paper") -> Interval:
     """The enclosure of log2 Π printed at an optimum (factor by factor up to depth
-    :data:`PRINT_DIRECT`, as before; closed form deeper)."""
+    `PRINT_DIRECT`, as before; closed form deeper)."""
     _, _, P, _ = decide(0, "<=", lambda b: product_log2_sharp(arch, n, N, convention, b))
     return P
 

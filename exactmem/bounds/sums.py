@@ -7,9 +7,9 @@ exact integer sums plus sums of the form
 
     S = Σ_{l=a}^{b} f(l),   f(x) = (α + βx)·log2(u),   u = γx + δ > 0 on [a, b],
 
-which :func:`linear_log2_sum` encloses by the Euler–Maclaurin formula with a proven
+which `linear_log2_sum` encloses by the Euler–Maclaurin formula with a proven
 remainder (integers and rationals; the logarithms through the enclosures of
-:mod:`exactmem.arith.enclosure`; no floating point).
+[`exactmem.arith.enclosure`][exactmem.arith.enclosure]; no floating point).
 
 **Proof.** Write α + βx = P·u + R with P = β/γ, R = α − βδ/γ (rationals). With
 log2' = log2 e / u:

@@ -1,13 +1,13 @@
 """Tiny hardmax Transformers as parameter vectors: exact forward pass, model conversion, sign-pattern counting.
 
 The forward pass is generic and exact, the conversion goes to an exactmem
-:class:`~exactmem.model.Model`, and the brute-force sign-pattern counting is a sanity check of the
+[`Model`][exactmem.model.Model], and the brute-force sign-pattern counting is a sanity check of the
 counting bound, not a proof.
 
-The forward pass (:func:`forward_generic`) works over any scalars with ``+`` and ``*``
+The forward pass (`forward_generic`) works over any scalars with ``+`` and ``*``
 (ints, Fractions, sympy polynomials). Hardmax argmax sets and ReLU on/off decisions are
 either computed from the values (numeric run; they are recorded) or taken from a recorded
-*pattern* — that is how :mod:`symbolic` builds the polynomials valid on one cell of the
+*pattern* — that is how `symbolic` builds the polynomials valid on one cell of the
 partition of parameter space used in the proof of Theorem B.3.
 """
 

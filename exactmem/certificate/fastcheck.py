@@ -1,6 +1,6 @@
 """Optional fast exact checking path (``exactmem check --engine fast``).
 
-Same verdicts as the pure checker (:mod:`checker`): it reuses the pure checker's parsing and
+Same verdicts as the pure checker (`checker`): it reuses the pure checker's parsing and
 validation, its claim measurements and its per-example judgement, and replaces only the
 example-by-example evaluation of token-wise layers (``embed``, ``affine``, ``feedforward``)
 by a **batched, column-compressed** exact evaluation, and does the same for exact attention
@@ -13,8 +13,8 @@ int64 overflow can happen.
 
 Representation. All tokens of all examples are evaluated together, over one common
 denominator D (as in the pure checker, but global). Each register (row) at each layer is a
-:class:`_Row`: the array of its *distinct* values and an index map token → value (an
-:class:`_Index`, shared by rows computed together; the identity map when every token has its
+`_Row`: the array of its *distinct* values and an index map token → value (an
+`_Index`, shared by rows computed together; the identity map when every token has its
 own value). Deep memorizers read each crafted weight on many tokens, so the registers that
 carry the big integers take only a few distinct values; evaluating on the distinct values
 only is what makes depth-2,000 networks with 1,300-bit weights checkable for 65,536 tokens.
@@ -617,7 +617,7 @@ def _token_values(row: _Row, positions: np.ndarray) -> List[int]:
 
 def check_certificate_fast(doc: dict, max_precision: Optional[int] = None, *, limits: Optional[Limits] = None,
                            budget: Optional[Budget] = None, read_chunk=None, progress=None) -> Verdict:
-    """Same contract as :func:`checker.check_certificate`, batched; models this path does not
+    """Same contract as `checker.check_certificate`, batched; models this path does not
     evaluate (softmax, softmax2) go to the kernel unchanged. Only the outputs are computed
     here: the claims, the judgement of each example and the verdict are the kernel's.
     ``progress(layers done, layers)``: called after each layer of each batch (display only)."""
@@ -703,7 +703,7 @@ def _judge_all(part: ParsedCertificate, per_row, D: int, starts, ends, budget: B
 
 def check_examples_fast(cert: ParsedCertificate, lo: int, hi: int, cap: int, budget: Budget,
                         progress=None, facts: Optional[DataFacts] = None) -> Verdict:
-    """:func:`checker.check_examples` for the examples lo..hi−1, batched: the same verdict and
+    """`checker.check_examples` for the examples lo..hi−1, batched: the same verdict and
     witness (global example indices; each example joins ``facts`` just before it is judged).
     Models or examples this path does not evaluate go to the kernel. ``progress(layers done,
     layers)`` is called after each layer (display only)."""

@@ -1,11 +1,11 @@
 """Streaming producer of version-2 certificates (issue 27): forward pass and chunk files, one batch at a time.
 
-:func:`write_certificate` needs the whole document: every example's output and the JSON text
+`write_certificate` needs the whole document: every example's output and the JSON text
 of the whole dataset at once (about 15 KB per Kajitsuka example at N = 10⁵, 1.5 GB in all).
-:func:`stream_certificate` evaluates ``batch`` examples, writes their chunk files at once and
+[`stream_certificate`][exactmem.certificate.stream.stream_certificate] evaluates ``batch`` examples, writes their chunk files at once and
 keeps only each chunk's entry (file, SHA-256, size); the main document is written last. So the
 producer holds the construction, the dataset and one batch's outputs and text, whatever N is.
-The files are byte for byte those :func:`write_certificate` writes (tested). Untrusted side:
+The files are byte for byte those `write_certificate` writes (tested). Untrusted side:
 the checker verifies every chunk against the main document's digests.
 """
 
@@ -59,10 +59,10 @@ def stream_certificate(head: Dict[str, Any], model: Model, dataset: Dataset, out
                        timings: Optional[Dict[str, float]] = None) -> str:
     """Write a version-2 certificate for ``dataset`` at ``path`` in chunks of ``chunk_examples``.
 
-    ``head``: :func:`writer.certificate_head`'s document. ``outputs``: the claimed outputs of
-    the batches of :func:`batch_ranges` (``batch_examples``), in order, e.g. a generator of
-    exact forward passes, or their chunk files already encoded (:class:`EncodedBatch`, made by
-    :func:`batch_chunks` on the workers); the next batch's are asked for after this one's chunks
+    ``head``: [`writer.certificate_head`][exactmem.certificate.writer.certificate_head]'s document. ``outputs``: the claimed outputs of
+    the batches of [`batch_ranges`][exactmem.certificate.stream.batch_ranges] (``batch_examples``), in order, e.g. a generator of
+    exact forward passes, or their chunk files already encoded ([`EncodedBatch`][exactmem.certificate.stream.EncodedBatch], made by
+    [`batch_chunks`][exactmem.certificate.stream.batch_chunks] on the workers); the next batch's are asked for after this one's chunks
     are written.
     ``timings`` gets the seconds spent waiting for outputs ("forward") and formatting and
     writing ("write")."""

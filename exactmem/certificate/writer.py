@@ -147,7 +147,7 @@ def chunk_bytes(first: int, inputs: list, labels: list, outputs: list, gz: bool)
 
 
 def write_chunk_bytes(path: str, stem: str, i: int, first: int, examples: int, data: bytes, gz: bool) -> Dict[str, Any]:
-    """Write chunk i's bytes (:func:`chunk_bytes`) next to the certificate at ``path``; its entry."""
+    """Write chunk i's bytes ([`chunk_bytes`][exactmem.certificate.writer.chunk_bytes]) next to the certificate at ``path``; its entry."""
     name = f"{stem}.chunk{i:05d}.json" + (".gz" if gz else "")
     write_bytes_atomic(data, os.path.join(os.path.dirname(os.path.abspath(path)), name))
     return {"file": name, "sha256": hashlib.sha256(data).hexdigest(), "examples": examples, "first": first}

@@ -15,7 +15,7 @@ Actions (``docs/cli.md``, ``docs/lower-bounds.md``):
 
 Exit codes: 0 every checked step holds (or fails with a documented repair); 1 a step
 fails; 2 undecided at the maximum precision; 3 bad input (one message, no traceback).
-Sizes are bounded (``arch.parse_count``, :data:`LIMITS`): a count is at most 10^1000, and each
+Sizes are bounded (``arch.parse_count``, `LIMITS`): a count is at most 10^1000, and each
 action caps what its computation needs, so every input is answered or refused in seconds.
 """
 

@@ -5,7 +5,7 @@ integer direction v with t_i = vᵀx_i pairwise distinct, verified exactly (resa
 larger range on failure). With ``integer=True`` each v_k is a multiple of the lcm of the
 denominators of coordinate k, so every t_i is an integer and distinct values differ by ≥ 1.
 
-**Steps** (:func:`build_steps`, the default baseline): on integers,
+**Steps** (`build_steps`, the default baseline): on integers,
 ``step_j(t) = ReLU(t − t_(j)) − ReLU(t − t_(j) − 1)`` is 0 for t ≤ t_(j) and 1 for
 t ≥ t_(j) + 1, so
 
@@ -15,7 +15,7 @@ equals y_(k) at t_(k). Weights are integers and label differences: the common de
 stays that of the labels, which keeps exact evaluation cheap. Hidden width 2(M − 1),
 d + 6(M − 1) + 1 parameters.
 
-**Slopes** (:func:`build`): with the distinct values sorted, t_(1) < … < t_(M), the
+**Slopes** (`build`): with the distinct values sorted, t_(1) < … < t_(M), the
 continuous piecewise-linear interpolant
 
     f(t) = y_(1) + Σ_{j=1}^{M-1} c_j · ReLU(t − t_(j)),

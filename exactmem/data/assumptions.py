@@ -8,10 +8,10 @@
   **exact** ranks instead of float ``matrix_rank``. A dependent subset found by either is
   an exact refutation (a witness); "all sampled subsets independent" is evidence only, and
   reported as such with the number of subsets tried.
-* :func:`kruskal_rank_by_kernel`: the exact Kruskal rank through the kernel of the query
+* `kruskal_rank_by_kernel`: the exact Kruskal rank through the kernel of the query
   matrix, C(T, m − 1) rank tests for a kernel of dimension m — polynomial when T − d is
   small (one rank computation when T ≤ d in general position).
-* :func:`theorem_hypotheses`: the hypotheses of Theorem 1 (Assumption 1, Assumption 2,
+* `theorem_hypotheses`: the hypotheses of Theorem 1 (Assumption 1, Assumption 2,
   n < d) evaluated on an instance *without raising*, each as (name, holds, detail) with
   holds True (proved), False (refuted, witness in the detail) or None (not decided: only
   the randomized test was affordable) — shown in ``certify``'s verdict table.
@@ -20,7 +20,7 @@
   span X_{S_h} for h ≥ 2 and t ∉ S_h; (iii) a unique argmax for every saturated pair
   (given the saturating directions u_h, w_h); (iv) rank E^(t) = n. O(H·T) exact tests.
 
-Every failure raises :class:`AssumptionError` naming the assumption and the examples.
+Every failure raises `AssumptionError` naming the assumption and the examples.
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ def check_query_kruskal(data: QueryContextData, r: Optional[int] = None, exhaust
     """Assumption 1 (note §2.1): Kruskal rank of the queries ≥ r (default r = n).
 
     Exhaustive (a proof) when C(T, r) ≤ ``exhaustive_limit``, randomized with exact ranks
-    otherwise. Raises :class:`AssumptionError` with the dependent subset when refuted.
+    otherwise. Raises `AssumptionError` with the dependent subset when refuted.
     """
     r = data.n if r is None else r
     r = min(r, data.T)
@@ -264,7 +264,7 @@ def _kruskal_rank_below(vectors, r: int, limit: int) -> Optional[int]:
 
 def assumption1_status(data: QueryContextData, exhaustive_limit: int = HYPOTHESES_EXHAUSTIVE_LIMIT,
                        trials: int = 2000, seed: int = 0) -> Tuple[Optional[bool], str]:
-    """Assumption 1 (note §2.1), decided exactly by :func:`kruskal_rank_by_kernel` when C(T, m − 1)
+    """Assumption 1 (note §2.1), decided exactly by `kruskal_rank_by_kernel` when C(T, m − 1)
     ≤ ``exhaustive_limit`` (m = T − rank of the queries), else exhaustively when C(T, r) ≤
     ``exhaustive_limit`` (r = min(n, T)). Otherwise the paper's randomized test with exact
     ranks: a dependent subset refutes (False), "all sampled subsets independent" is evidence only (None, not decided). For
@@ -380,7 +380,7 @@ def saturated_pairs(data: QueryContextData, head: int, S: Sequence[int], u: Sequ
     """Condition (iii) of note §4.6 for one head: the unique argmax of g for every t ∉ S_h.
 
     ``Eu[t]`` and ``wx[t]`` may pass precomputed E^(t)u and w_hᵀx^(t). Raises
-    :class:`AssumptionError` naming the pair and the tied rows when g has a tie.
+    `AssumptionError` naming the pair and the tied rows when g has a tie.
     """
     Sset = set(S)
     out = []
@@ -421,7 +421,7 @@ def partition_certificate(data: QueryContextData, partition: Sequence[Sequence[i
 
     Checks (iv) rank E^(t) = n, (i) X_{S_h} independent, (ii) x^(t) ∉ span X_{S_h} for
     h ≥ 2, t ∉ S_h, and, when saturating directions ``u[h]``, ``w[h]`` are given, (iii) the
-    unique argmax of every saturated pair. Raises :class:`AssumptionError` on the first
+    unique argmax of every saturated pair. Raises `AssumptionError` on the first
     failure; returns a summary (number of exact tests) otherwise.
     """
     check_context_rank(data)

@@ -1,14 +1,14 @@
 """Token data for Dana, Pydi & Chevaleyre (note ``papers/dana.md`` §1.2, §2).
 
-* :class:`LookupTable` — Assumption 1: a look-up table g: [N]^S → [N] on a list of distinct
+* [`LookupTable`][exactmem.api.dana.LookupTable] — Assumption 1: a look-up table g: [N]^S → [N] on a list of distinct
   sequences (all N^S of them or a chosen subset). Tokens are 0-based ids ``0..N-1`` (the
   paper writes [N] = {1..N}).
-* :class:`Conditionals` — a prior π(t) over sequences and next-token conditionals
+* `Conditionals` — a prior π(t) over sequences and next-token conditionals
   π(·|t), all exact rationals; Assumption 2 (full support) is checked on request.
-* :func:`t_epsilon` — the paper's T_ε (note §2, "Definition of T_ε"): the smallest number of
+* `t_epsilon` — the paper's T_ε (note §2, "Definition of T_ε"): the smallest number of
   sequences whose prior mass is ≥ 1 − ε (most likely first).
 
-Every check raises :class:`~exactmem.data.dataset.DataError` with a message naming the
+Every check raises `DataError` with a message naming the
 sequence, the position or the probability that is wrong.
 """
 

@@ -1,17 +1,17 @@
 """Sequence data for Kajitsuka & Sato (note ``papers/kajitsuka.md`` §2): exact checks and generators.
 
-* :func:`check_separation` — Assumption 4.1, token-wise (r, δ)-separation, decided exactly
+* `check_separation` — Assumption 4.1, token-wise (r, δ)-separation, decided exactly
   with squared norms and squared distances (‖x‖² ≤ r², ‖x − x'‖² ≥ δ² for distinct tokens),
   plus the theorems' r ≥ 1 ≥ δ. Without a given r (δ) the smallest admissible value
   max(1, max ‖x‖) (largest: min(1, min ‖x − x'‖)) is used, as its square.
-* :func:`check_consistency` — label consistency up to permutation: eq. (5) (next-token: same
+* `check_consistency` — label consistency up to permutation: eq. (5) (next-token: same
   multiset and same last token ⇒ same label) and eq. (10) (seq-to-seq: same multiset and
   same token ⇒ same label).
-* :func:`generate` — seeded sequences over a pool of separated tokens, with repeated tokens
+* `generate` — seeded sequences over a pool of separated tokens, with repeated tokens
   inside and across sequences, permuted duplicates with consistent labels, and rational
   coordinates with large denominators.
 
-Every violation raises :class:`DataError` naming the offending tokens (sequence, position)
+Every violation raises `DataError` naming the offending tokens (sequence, position)
 or sequences. Sequence i, position k are 0-based (the paper's X^{(i+1)}_{:,k+1}).
 """
 
@@ -283,7 +283,7 @@ def token_pool(size: int, d: int, seed: int, coord_range: int = 16, denominator_
     """``size`` distinct tokens in Q^d: integer coordinates in [−coord_range, coord_range], or —
     with ``denominator_bits`` = b > 0 — coordinates k/q with a random odd q of b bits and
     |k/q| ≤ coord_range (large denominators; distinct tokens stay apart by at least 1/q²·…,
-    measured exactly by :func:`check_separation`)."""
+    measured exactly by `check_separation`)."""
     rng = random.Random(seed)
     if (2 * coord_range + 1) ** d < 2 * size and denominator_bits == 0:
         raise DataError(f"a pool of {size} distinct integer tokens needs a larger coord_range than {coord_range} "

@@ -136,7 +136,7 @@ class QueryContextData:
         return [Fraction(y) for y in self.labels]
 
     def to_dataset(self) -> Dataset:
-        """The exactmem :class:`Dataset`: identity labels (y,) for real labels, class indices otherwise."""
+        """The exactmem `Dataset`: identity labels (y,) for real labels, class indices otherwise."""
         inputs = [self.sequence(t) for t in range(self.T)]
         labels = [(y,) for y in self.labels] if self.label_kind == "real" else list(self.labels)
         return Dataset(inputs, labels, "vectors", self.seed, self.name or f"query-context T={self.T} n={self.n} "

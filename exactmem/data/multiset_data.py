@@ -1,16 +1,16 @@
 """Finite multisets of points in Q^d for Kajitsuka & Sato Theorem D.1 (deep sets): exact checks and a seeded generator.
 
-* :func:`make_multisets` — validate shapes and labels (labels in {0, …, C − 1}; the paper's
+* `make_multisets` — validate shapes and labels (labels in {0, …, C − 1}; the paper's
   [C] shifted by one, as everywhere in exactmem).
-* :func:`check_elementwise_separation` — Assumption A.1 with the theorem's r ≥ 1 ≥ δ > 0,
+* `check_elementwise_separation` — Assumption A.1 with the theorem's r ≥ 1 ≥ δ > 0,
   decided exactly on squares (‖x‖² ≤ r², ‖x − x'‖² ≥ δ² for distinct elements).
-* :func:`check_distinct` — Theorem D.1's condition 2: the N multisets are pairwise distinct
+* `check_distinct` — Theorem D.1's condition 2: the N multisets are pairwise distinct
   (equal up to order counts as equal).
-* :func:`generate` — seeded distinct multisets over a small pool of separated points, with
+* `generate` — seeded distinct multisets over a small pool of separated points, with
   varied cardinalities (1 … M) and repeated elements inside a multiset.
 
 Multiset i, element k are 0-based (the paper's x^{(i+1)}_{k+1}). Every violation raises
-:class:`DataError` naming the offending elements or multisets.
+`DataError` naming the offending elements or multisets.
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ def check_shard(data: bytes, name: str, digest: str, lo: int, hi: int, cap: int,
 def _shard_verdict(data: bytes, name: str, digest: str, lo: int, hi: int, cap: int, budget: Budget, engine: str,
                    chunks: Optional[List[int]], chunk_data: Optional[List[bytes]], report: Optional[str]) -> tuple:
     """(verdict, facts) of one shard: the kernel's (or the accelerator's) verdict and the exported
-    :class:`DataFacts` of the rows it saw (their input digests and labels, for the caller's count
+    `DataFacts` of the rows it saw (their input digests and labels, for the caller's count
     of distinct examples); the certificate is parsed once per worker process and kept."""
     progress = LayerReporter(report, lo, hi, "layers" if engine == "fast" else "shard")
     progress(0, 1)
@@ -481,7 +481,7 @@ def _dask_logs_silenced() -> Iterator[None]:
 @contextmanager
 def worker_progress(client, on_workers: Optional[Callable[[Dict[str, dict]], None]]) -> Iterator[Optional[str]]:
     """Listen to the workers' progress events of one check or forward pass (a fresh id) while
-    the body runs; yields the id to pass to the tasks' :class:`LayerReporter` (None: no progress
+    the body runs; yields the id to pass to the tasks' `LayerReporter` (None: no progress
     wanted)."""
     if on_workers is None:
         yield None

@@ -6,7 +6,7 @@ connects to a running scheduler, e.g. one started with ``dask scheduler`` and fe
 ``dask worker ADDRESS`` on other machines (``docs/scaling.md``), and waits for a worker to be
 attached. ``EXACTMEM_SCHEDULER_TIMEOUT`` (seconds, default 30) bounds both waits together, and
 so does the caller's deadline (``until_ns``): an unreachable scheduler, or one with no worker,
-is a :class:`ClusterError` (one line) within the shorter of the two.
+is a `ClusterError` (one line) within the shorter of the two.
 
 Times are integer nanoseconds; Dask is given its timeouts as strings of whole milliseconds.
 """
@@ -96,9 +96,9 @@ def connect(scheduler: str, until_ns: Optional[int] = None):
 def dask_client(workers: Optional[int] = None, scheduler: Optional[str] = None, client=None,
                 until_ns: Optional[int] = None):
     """Yield a ``distributed.Client``: ``client`` itself, one connected to ``scheduler`` (see
-    :func:`connect`; ``until_ns`` bounds the wait), or one on an embedded LocalCluster of
+    `connect`; ``until_ns`` bounds the wait), or one on an embedded LocalCluster of
     ``workers`` processes (closed on exit; its workers are stopped at once if the client was
-    :func:`abandon`-ed)."""
+    `abandon`-ed)."""
     if client is not None:
         yield client
         return
@@ -148,7 +148,7 @@ def keep_malloc_default() -> None:
 
 def abandon(client) -> None:
     """Nobody waits for the tasks still running on ``client`` (a check past its deadline): when
-    the embedded cluster of :func:`dask_client` closes, its worker processes are killed at once
+    the embedded cluster of `dask_client` closes, its worker processes are killed at once
     instead of being waited for. A cluster exactmem did not start is never touched."""
     _ABANDONED.add(client)
 

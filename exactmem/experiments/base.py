@@ -1,8 +1,8 @@
 """Experiment registry, run configuration and the run record (JSON + CSV + PNG).
 
 An experiment module ``exactmem/experiments/<module>.py`` defines ``EXPERIMENT``, an
-:class:`Experiment` whose ``run(config, record)`` trains, certifies and fills ``record``
-(one row per measured point, figures, notes, a summary). :func:`run_experiment` times it and
+`Experiment` whose ``run(config, record)`` trains, certifies and fills ``record``
+(one row per measured point, figures, notes, a summary). `run_experiment` times it and
 writes the record: ``<out>/<name>.json`` (config, seed, versions, rows, summary, notes,
 timings), ``<out>/<name>.csv`` (the rows) and the figures ``<out>/<name>-*.png``.
 """
@@ -73,7 +73,7 @@ def _jsonable(v: Any) -> Any:
 
 @dataclass
 class Record:
-    """What one run measured; written by :meth:`write`."""
+    """What one run measured; written by `write`."""
 
     name: str
     config: RunConfig

@@ -105,7 +105,7 @@ def verify_examples(module: Any, inputs: Any, labels: Any, *, workers: int = 1, 
                     name: str = "trained", max_precision: int = 4096) -> ExampleVerdicts:
     """Per-example verdicts of the torch ``module`` on ``inputs`` (N × n token ids or N × n × d
     float32 vectors; scores read at the last position, or a [1, C] output) against ``labels``,
-    through :func:`exactmem.verify` (module docstring). ``path``: write the certificate there.
+    through [`exactmem.verify`][exactmem.verify] (module docstring). ``path``: write the certificate there.
     Raises RuntimeError unless the kernel returns CERTIFIED on the certificate."""
     import numpy as np
 

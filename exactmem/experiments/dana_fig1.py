@@ -3,7 +3,7 @@
 The paper's Figs. 1a, 1b and 4, re-run and certified example by example.
 
 Set-up (paper §5.1 and App. B; our note ``papers/dana.md`` §5): an attention-only Transformer (eq. (2),
-:mod:`exactmem.experiments.dana_train`) is trained on bigrams (S = 2) whose next token is a random
+`exactmem.experiments.dana_train`) is trained on bigrams (S = 2) whose next token is a random
 look-up table g (Assumption 1), under the uniform prior on all N² bigrams (T0 = N²):
 
 * **Experiment 1** (Fig. 1a): N = 50, d = d_h = 10, H = 1, 6, …, 31;
@@ -15,13 +15,13 @@ look-up table g (Assumption 1), under the uniform prior on all N² bigrams (T0 =
 For each trained network: the float32 accuracy over all N² bigrams (= expected accuracy under the
 uniform prior), the paper's metric (mean accuracy of the last 100 training batches, labelled float),
 and the **certified** accuracy: the trained network goes through ``exactmem verify``
-(:func:`~exactmem.experiments.certify_trained.verify_examples`: exported by ``torch.onnx.export``,
+(`verify_examples`: exported by ``torch.onnx.export``,
 float32 weights taken exactly) and each bigram gets a verdict the kernel re-derives from the
 certificate — certified (the real softmax network's argmax is g(t)), refuted (another token
 scores surely ≥ g(t)), or unknown (the enclosures do not separate at the precision budget). Beside them:
 Corollary 2's floor φ(H·d_h + d), Mahdavi et al.'s φ(H(d_h − 1) + 1), and at d = 2 the floor the
 proof really reaches, φ(d + H·min(d_h, d)), with φ(X) = 1/N + (1 − 1/N)·X/T0
-(:func:`exactmem.constructions.dana.association.corollary2_accuracy`). Examples whose float prediction is right
+(`exactmem.constructions.dana.association.corollary2_accuracy`). Examples whose float prediction is right
 but whose verdict is refuted/unknown are listed in the JSON summary (``gap_examples``).
 
 Training follows the official code's hyper-parameters, which produced the paper's CSVs (note §5.2):
@@ -85,7 +85,7 @@ def bounds(N: int, d: int, dh: int, H: int, S: int = 2) -> Dict[str, Any]:
 
 def certify_replica(result, r: int, workers: int, cert_dir: Optional[str], tag: str):
     """Replica ``r`` through ``exactmem verify`` (its export twin, every bigram a claimed verdict the
-    kernel re-derives: :func:`~exactmem.experiments.certify_trained.verify_examples`); returns
+    kernel re-derives: `verify_examples`); returns
     (verdicts, seconds)."""
     from .certify_trained import verify_examples
     from .dana_train import all_bigrams, export_module

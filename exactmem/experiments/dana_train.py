@@ -3,16 +3,16 @@
 The attention-only Transformer (AoT) of Dana, Pydi & Chevaleyre (AISTATS 2025) eq. (2), trained on
 random bigram look-up tables as in their §5 and App. B.
 
-The network (paper eq. (1)–(2), ``docs/dana.md``; exactmem's :func:`exactmem.constructions.dana.association.assemble_model`)::
+The network (paper eq. (1)–(2), ``docs/dana.md``; exactmem's `exactmem.constructions.dana.association.assemble_model`)::
 
     x(t, s) = e(t_s) + pos_s
     T(t)    = W_U ( x(t, S) + Σ_h W_O^h W_V^h Σ_s softmax_s(x(t,S)ᵀ W_Q^hᵀ W_K^h x(t,s)) x(t, s) )
 
 with no 1/√d_h scale, no LayerNorm, no MLP and argmax decoding at the last position. The heads are
 stored stacked (``WQ``: H×d_h×d, …) so that one batched einsum evaluates all H heads;
-:func:`exact_model` converts the trained float32 tensors to the exactmem :class:`~exactmem.model.layers.Model`
+`exact_model` converts the trained float32 tensors to the exactmem [`Model`][exactmem.model.Model]
 ``[Embed(E, P), Attention(softmax, residual, query="last", keys="all"), Affine(W_U)]`` through
-:func:`exactmem.export.importer.from_state_dict` — every float32 weight becomes the rational it denotes.
+[`exactmem.export.importer.from_state_dict`][exactmem.export.importer.from_state_dict] — every float32 weight becomes the rational it denotes.
 ``tests/test_experiments_dana.py`` checks that the float32 forward and the exact forward agree.
 
 Data and training (paper App. B, "Experiments"; our note ``papers/dana.md`` §5.1–§5.2): π over three
@@ -211,7 +211,7 @@ def train_aot(cfg: TrainConfig, log_every: int = 0) -> TrainResult:
 # ----------------------------------------------------------------------------- export (exactmem verify)
 
 def export_module(module, r: int = 0):
-    """Replica ``r`` of a trained :func:`make_aot` module as its export twin for ``exactmem verify``:
+    """Replica ``r`` of a trained `make_aot` module as its export twin for ``exactmem verify``:
     the same float32 tensors and the same real-number function (eq. (2)) on [B, S] token ids ->
     [B, N] logits at the last position, written with the operators the verify importer lowers
     (``embedding`` for ``E[t]`` instead of advanced indexing, batched ``matmul`` instead of
@@ -249,8 +249,8 @@ def _zeros(r: int, c: int):
 
 
 def like_model(N: int, d: int, H: int, dh: int, S: int = 2) -> Model:
-    """The exactmem architecture of eq. (2) (weights zero): what :func:`exact_model` fills in.
-    Same layers as :func:`exactmem.constructions.dana.association.assemble_model` with kind ``softmax``."""
+    """The exactmem architecture of eq. (2) (weights zero): what `exact_model` fills in.
+    Same layers as `exactmem.constructions.dana.association.assemble_model` with kind ``softmax``."""
     heads = [Head(WV=_zeros(dh, d), WO=_zeros(d, dh), WQ=_zeros(dh, d), WK=_zeros(dh, d)) for _ in range(H)]
     return Model([Embed(_zeros(N, d), _zeros(S, d)),
                   Attention(heads, kind="softmax", residual=True, query="last", keys="all"),
@@ -270,7 +270,7 @@ def state_dict_for_exactmem(module, r: int = 0) -> Dict[str, Any]:
 
 
 def exact_model(module, r: int = 0) -> Model:
-    """The exact exactmem Model of replica ``r`` of a trained :func:`make_aot` module (its float32
+    """The exact exactmem Model of replica ``r`` of a trained `make_aot` module (its float32
     weights taken exactly: each float is the rational it denotes)."""
     from ..export.importer import from_state_dict
 

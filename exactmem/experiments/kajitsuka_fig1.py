@@ -3,7 +3,7 @@
 Training loss and accuracy against epochs for #blocks ∈ {1, 10, 20, 30, 40, 50}, N = 2000 sequences
 of n = 8 tokens, with the CERTIFIED accuracy of each network at the end of training.
 
-The eq. (165) network of :mod:`exactmem.experiments.kajitsuka_train` (one uniform-attention
+The eq. (165) network of `exactmem.experiments.kajitsuka_train` (one uniform-attention
 layer between two stacks of #blocks eq.-(3) blocks, m = 2, q = 4m) is trained with AdamW,
 full batch, for 1000 epochs (no early stop: the figure's curves run the whole budget); of the
 tuning trials (the paper: two Optuna trials) the one with the lowest final loss is kept. At the

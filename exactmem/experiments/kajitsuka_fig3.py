@@ -2,7 +2,7 @@
 
 N sequences of n = 8 tokens; the minimum is decided twice, for two token maps and several seeds.
 
-For every (token map, seed, N) the eq. (165) network (:mod:`exactmem.experiments.kajitsuka_train`:
+For every (token map, seed, N) the eq. (165) network (`exactmem.experiments.kajitsuka_train`:
 E_in, #blocks eq.-(3) blocks, one uniform-attention layer, #blocks eq.-(3) blocks, E_out; m = 2,
 q = 4m) is trained with AdamW, full batch, for at most 1000 epochs, for increasing #blocks. At
 each #blocks an Optuna study of up to ten trials tunes the learning rate and the warm-up (App. H:
@@ -21,11 +21,11 @@ Token maps (App. H does not say how tokens become vectors):
   than the 84 per #blocks): the paper's N range;
 * ``fixed``: E_in (2 × 16, trained) on fixed 16-dimensional token vectors, so the #blocks carry
   the capacity; a smaller N range, because this network does not memorize N = 600 within the
-  grid (see :data:`PILOTS`).
+  grid (see `PILOTS`).
 
 Search, per (map, seed): datasets of one seed are nested, so the search for N starts at the
 smallest #blocks that memorized the previous N (by either rule) and walks up the map's grid; it
-stops once both rules are met, or :data:`CERT_EXTRA` grid step past the float rule's answer.
+stops once both rules are met, or `CERT_EXTRA` grid step past the float rule's answer.
 When neither rule is met at the grid's cap, larger N of that series are not tried.
 Every reduction against App. H is listed in ``docs/experiments/kajitsuka-fig3.md`` ("Reductions").
 """

@@ -1,7 +1,7 @@
 """Shared code of Kajitsuka & Sato's experiments (ICLR 2025, App. H, eq. (165); Figs. 1–3).
 
-The model is eq. (165) exactly, written as an exactmem :class:`~exactmem.model.layers.Model`
-and trained through its PyTorch twin (:func:`exactmem.export.to_torch`)::
+The model is eq. (165) exactly, written as an exactmem [`Model`][exactmem.model.Model]
+and trained through its PyTorch twin ([`exactmem.export.to_torch`][exactmem.export.to_torch])::
 
     N(X) = E_out ∘ F₂^(FF) ∘ F^(UA) ∘ F₁^(FF) ∘ E_in (X)
 
@@ -18,7 +18,7 @@ positional encoding and one uniform layer, so it is permutation-equivariant: the
 exactmem's models read out at the last position, so every sequence is stored that way
 (``tokens[1:] + tokens[:1]``): same function, same verdicts.
 
-Data (:func:`corpus_examples`). MultiNLI is not shipped by any installed package, and nothing may
+Data (`corpus_examples`). MultiNLI is not shipped by any installed package, and nothing may
 be downloaded at run time; the corpus is the English text that Python's standard library ships
 in ``pydoc_data.topics`` (the ``help()`` topics, ~465,000 characters), split into sentences and
 tokenized by a fixed word-level regular expression; every example is a sentence's first n = 8
@@ -31,16 +31,16 @@ token) are kept once, so every dataset is consistently labelled (eq. (5)).
 Tokens as vectors. App. H does not say how tokens become vectors of dimension d (its footnote
 calls m = 2 the "embedding dimension"). Here (``ONEHOT``, the default) tokens are one-hot vectors
 of the vocabulary (d = V), so ``E_in`` is a trained V × 2 embedding table (an exactmem
-:class:`~exactmem.model.layers.Embed` layer: E_in applied to a one-hot column); eq. (165) is
-unchanged. Each word also gets a fixed d = 16 vector (:func:`token_vectors`: i.i.d. N(0, 1/d)
+[`Embed`][exactmem.model.Embed] layer: E_in applied to a one-hot column); eq. (165) is
+unchanged. Each word also gets a fixed d = 16 vector (`token_vectors`: i.i.d. N(0, 1/d)
 entries seeded by the word's BLAKE2b hash, rounded to float32), used to build Kajitsuka & Sato's
-construction fast (:func:`construction`) and, with ``onehot=False``, as E_in's input instead.
+construction fast (`construction`) and, with ``onehot=False``, as E_in's input instead.
 Distinct words get distinct vectors (checked): the data are token-wise separated (Assumption 4.1).
 
-Training (:func:`train`): AdamW, full batch, a linear warm-up then cosine decay; the paper tunes
+Training (`train`): AdamW, full batch, a linear warm-up then cosine decay; the paper tunes
 learning rate and warm-up with Optuna (2 or 10 trials). ``kajitsuka-fig3`` does so too (Optuna,
-the ``experiments`` extra; :func:`train` reports the loss to a pruning callback); ``kajitsuka-fig1``
-tries a fixed list of (learning rate, warm-up) trials in order (:data:`TRIALS`) and keeps the best.
+the ``experiments`` extra; `train` reports the loss to a pruning callback); ``kajitsuka-fig1``
+tries a fixed list of (learning rate, warm-up) trials in order (`TRIALS`) and keeps the best.
 Stopping rule: the paper's "training error below ε = 0.01", read as the training (cross-entropy)
 loss, as in App. H's third experiment where "training error" is the MSE loss.
 """
@@ -144,7 +144,7 @@ class TextData:
         return dataset(self.exact_inputs(), self.labels, name=name)
 
     def sequence_data(self):
-        """The same data as :class:`~exactmem.data.kajitsuka_data.SequenceData` for the construction."""
+        """The same data as `SequenceData` for the construction."""
         from ..api import make_data
 
         return make_data(self.exact_inputs(), self.labels, C_CLASSES, "next_token",
@@ -226,13 +226,13 @@ def build_model(blocks: int, seed: int = 0, d: int = D_TOK, m: int = M_DIM, q: i
 
 
 def n_params(blocks: int, d: int = D_TOK, m: int = M_DIM, q: int = Q_DIM, C: int = C_CLASSES) -> int:
-    """Trainable parameters of :func:`build_model` (E_in on d-dim inputs — d = vocabulary for
+    """Trainable parameters of `build_model` (E_in on d-dim inputs — d = vocabulary for
     one-hot tokens —, 2·blocks eq.-(3) blocks, W_V, W_O, E_out)."""
     return m * d + 2 * blocks * (2 * m * q + q + m) + 2 * m * m + C * m
 
 
 def construction(data: TextData, onehot: bool = False, seed: int = 0) -> Dict[str, Any]:
-    """Kajitsuka & Sato's own memorizer (Theorem 4.1/B.1, :func:`exactmem.api.kajitsuka.next_token`)
+    """Kajitsuka & Sato's own memorizer (Theorem 4.1/B.1, [`exactmem.api.kajitsuka.next_token`][exactmem.api.kajitsuka.next_token])
     built on the same sequences and labels: its exact size. Built on the d = 16 token vectors
     (``onehot=True``: on one-hot tokens, d = V, slow for large V). The two networks differ only in
     E_in's input width — ``params_onehot`` = ``params`` + (V − 16)·(rows of E_in), which
@@ -351,8 +351,8 @@ def train(data: TextData, blocks: int, lr: float, warmup: int, epochs: int, seed
 
 
 def export_module(module: Any):
-    """The export twin of a trained eq.-(165) module (:func:`exactmem.export.to_torch` of
-    :func:`build_model`): the same float32 tensors and the same real-number function at the
+    """The export twin of a trained eq.-(165) module ([`exactmem.export.to_torch`][exactmem.export.to_torch] of
+    `build_model`): the same float32 tensors and the same real-number function at the
     read-out position, written with the operators ``exactmem verify`` lowers — ``embedding``
     (ONNX ``Gather``) for E_in on token ids, ``mean`` over the n tokens (``ReduceMean``: the
     uniform weights 1/n are exact), matrix products. F₂ and E_out act token-wise, so after the
@@ -407,7 +407,7 @@ def export_module(module: Any):
 
 def certify(result: TrainResult, data: TextData, workers: int = 1, path: Optional[str] = None):
     """Per-example verdicts on the trained weights through ``exactmem verify``
-    (:func:`exactmem.experiments.certify_trained.verify_examples`): every example is claimed
+    (`exactmem.experiments.certify_trained.verify_examples`): every example is claimed
     pass/fail/unknown and the kernel re-derives each claim. Uniform attention (weights 1/n,
     n = 8) and ReLU keep the float32 weights' dyadic values exact, so no UNKNOWN is expected."""
     from .certify_trained import verify_examples

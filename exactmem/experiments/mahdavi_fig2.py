@@ -4,7 +4,7 @@ Figure 2 of the paper ("memorization increases linearly with H, monotonically wi
 monotonically with d_h as long as d_h ≤ n", note ``papers/mahdavi.md`` §3.1, §5) trains the
 ``BaselineAttention`` model on synthetic shared-context classification data (d = 64, 100
 classes) and counts memorized examples by float training accuracy. Here each trained
-network goes through ``exactmem verify`` (:func:`exactmem.experiments.certify_trained.verify_examples`:
+network goes through ``exactmem verify`` (`exactmem.experiments.certify_trained.verify_examples`:
 exported by ``torch.onnx.export``, its float32 weights taken exactly, softmax enclosed in
 certified balls; every example's claimed verdict — pass, fail or unknown — re-derived by the
 kernel), next to the float count and the construction's H(min(n, d_h) − 1) + 1 (docs/mahdavi.md).

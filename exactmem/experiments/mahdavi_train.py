@@ -18,7 +18,7 @@ description — no code copied):
   training set every ``eval_every`` steps, the checkpoint of lowest training loss is kept,
   early stop at 100 % training accuracy.
 
-:func:`to_exact` turns the trained module into an exactmem ``Model`` with the *same* function:
+`to_exact` turns the trained module into an exactmem ``Model`` with the *same* function:
 an example is the sequence (context rows, then the query as the last token, as
 ``Attention(query="last", keys="others")`` expects); each token is [x; p] with p its
 float32 sinusoidal position, so the embedding is ``Affine([W_emb | I], b)`` — W x + b + p
@@ -112,7 +112,7 @@ def sinusoidal_positions(length: int, d: int):
 
 
 def exact_dataset(data: SyntheticData, positions) -> Dataset:
-    """The exactmem dataset of :func:`to_exact`'s model: example t is the sequence of tokens
+    """The exactmem dataset of `to_exact`'s model: example t is the sequence of tokens
     [x; p] (context rows with positions 1..n, then the query with position 0), label y_t."""
     from fractions import Fraction as F
 
@@ -228,7 +228,7 @@ def to_exact(module) -> Model:
 
 
 def export_module(module):
-    """The export twin of a trained :func:`make_model` module for ``exactmem verify``: the same
+    """The export twin of a trained `make_model` module for ``exactmem verify``: the same
     float32 tensors (the float32 positions and the float32 value of 1/√d included) and the same
     real-number function on [B, n + 1, d] float inputs (context rows, then the query) -> [B, C]
     logits, written with matrix products instead of ``einsum`` and of the ``(P * V).sum(-1)``

@@ -1,27 +1,27 @@
 """Exact models out to the tools people use: NumPy ``.npz``, safetensors, PyTorch.
 
-Weights are exact rationals; a float file cannot hold most of them. :func:`to_arrays`
+Weights are exact rationals; a float file cannot hold most of them. [`to_arrays`][exactmem.export.to_arrays]
 rounds every weight to a chosen IEEE format (``float16``, ``bfloat16``, ``float32``,
 ``float64``: round to nearest, ties to even, with the format's subnormals and overflow to
-±inf — computed exactly from the rational, :func:`round_to_format`) and returns a
-:class:`RoundingReport` saying how many weights were exact, rounded, overflowed or flushed
+±inf — computed exactly from the rational, [`round_to_format`][exactmem.export.round_to_format]) and returns a
+[`RoundingReport`][exactmem.export.RoundingReport] saying how many weights were exact, rounded, overflowed or flushed
 to zero, and the largest relative error. The construction needs ``max_bits`` bits per
 weight (``docs/measurement.md``); once that exceeds the format's significand the exported
-network is a *different* function, and :func:`float_accuracy` measures how many labels the
+network is a *different* function, and [`float_accuracy`][exactmem.export.float_accuracy] measures how many labels the
 float network still gets right (``docs/library.md`` has the table for Kajitsuka & Sato).
 
 Files:
 
-* :func:`save` — ``.npz`` (``numpy.savez``) or ``.safetensors``; the architecture (layer
+* [`save`][exactmem.export.save] — ``.npz`` (``numpy.savez``) or ``.safetensors``; the architecture (layer
   types, flags, shapes, readout) is stored next to the tensors as JSON (npz entry
-  ``__exactmem__``, safetensors metadata key ``exactmem``), so :func:`exactmem.export.importer.load_model`
+  ``__exactmem__``, safetensors metadata key ``exactmem``), so [`exactmem.export.importer.load_model`][exactmem.export.importer.load_model]
   rebuilds the exact model from the float values. safetensors files are written with the
   ``safetensors`` package when it is installed (extra ``safetensors``) and otherwise by the
   small writer here, which follows the published format (8-byte little-endian header length,
   JSON header, raw little-endian data) and is tested against the package.
-* :func:`to_torch` — a reference ``torch.nn.Module`` with the same forward pass and a
+* [`to_torch`][exactmem.export.to_torch] — a reference ``torch.nn.Module`` with the same forward pass and a
   ``state_dict`` whose keys are the tensor names below (extra ``torch``; imported lazily, from
-  :mod:`exactmem.export.torch_nn`). It names its float format (``dtype_name``, its ``repr``)
+  `exactmem.export.torch_nn`). It names its float format (``dtype_name``, its ``repr``)
   and pickles.
 
 Tensor names: ``layers.{i}.W``/``.b`` (affine), ``.W1 .b1 .W2 .b2`` (feed-forward), ``.E``/``.P``
@@ -29,7 +29,7 @@ Tensor names: ``layers.{i}.W``/``.b`` (affine), ``.W1 .b1 .W2 .b2`` (feed-forwar
 orientation (tokens are columns: a layer m → m' has W of shape m'×m, so a row-vector
 framework computes ``x @ W.T``).
 
-:class:`FloatNet` evaluates the exported network in NumPy in the format's arithmetic (the
+[`FloatNet`][exactmem.export.FloatNet] evaluates the exported network in NumPy in the format's arithmetic (the
 "what would a float framework compute" reference; bfloat16 weights are evaluated in float32
 arithmetic). Nothing here decides a verdict: the exact model and the checker do.
 """

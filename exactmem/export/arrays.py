@@ -1,4 +1,4 @@
-"""Tensor names, the stored architecture, rounding a model to float arrays, and ``save`` (:mod:`exactmem.export`)."""
+"""Tensor names, the stored architecture, rounding a model to float arrays, and ``save`` (`exactmem.export`)."""
 
 from __future__ import annotations
 
@@ -157,8 +157,8 @@ def _flat(M) -> List[Fraction]:
 
 
 def to_arrays(model: Model, dtype: str = "float32") -> Tuple[Dict[str, Any], RoundingReport]:
-    """Every tensor of ``model`` rounded to ``dtype`` (see :func:`round_to_format`), as NumPy
-    arrays (bfloat16 values are held in float32 arrays), and the :class:`RoundingReport`."""
+    """Every tensor of ``model`` rounded to ``dtype`` (see [`round_to_format`][exactmem.export.round_to_format]), as NumPy
+    arrays (bfloat16 values are held in float32 arrays), and the [`RoundingReport`][exactmem.export.RoundingReport]."""
     import numpy as np
 
     fmt = get_format(dtype)
@@ -196,11 +196,11 @@ def to_arrays(model: Model, dtype: str = "float32") -> Tuple[Dict[str, Any], Rou
 
 def save(model: Any, path: str, dtype: str = "float32", backend: str = "auto") -> RoundingReport:
     """Write the exact weights of ``model`` (a Model or Memorizer), rounded to ``dtype``
-    (:func:`round_to_format`), to ``path``: ``.npz`` or
+    ([`round_to_format`][exactmem.export.round_to_format]), to ``path``: ``.npz`` or
     ``.safetensors`` by extension, the architecture stored alongside. ``backend`` (safetensors
     only): ``auto`` (the ``safetensors`` package if installed, else the built-in writer),
     ``package`` or ``builtin``. bfloat16 needs safetensors (NumPy has no bfloat16) and is
-    written by the built-in writer. Returns the :class:`RoundingReport`."""
+    written by the built-in writer. Returns the [`RoundingReport`][exactmem.export.RoundingReport]."""
     import numpy as np
 
     m = model if isinstance(model, Model) else model.model

@@ -1,4 +1,4 @@
-"""``exactmem export`` and ``python -m exactmem.export`` (:mod:`exactmem.export`)."""
+"""``exactmem export`` and ``python -m exactmem.export`` ([`exactmem.export`][exactmem.export])."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""NumPy float evaluation of the exported network, and float accuracy on a dataset (:mod:`exactmem.export`)."""
+"""NumPy float evaluation of the exported network, and float accuracy on a dataset ([`exactmem.export`][exactmem.export])."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class FloatNet:
 
     @classmethod
     def from_model(cls, model, dtype="float32") -> "FloatNet":
-        """Round ``model``'s weights to ``dtype`` (the same rounding as :func:`save`)."""
+        """Round ``model``'s weights to ``dtype`` (the same rounding as [`save`][exactmem.export.save])."""
         m = model if isinstance(model, Model) else model.model
         arrays, rep = to_arrays(m, dtype)
         net = cls(architecture(m), arrays, dtype)
@@ -187,8 +187,8 @@ class FloatAccuracy:
 
 def float_accuracy(model: Any, dataset: Any = None, dtype: str = "float32") -> FloatAccuracy:
     """Round ``model``'s weights to ``dtype``, evaluate the dataset in that float arithmetic
-    (:class:`FloatNet`) and count the examples it still gets right (:class:`FloatAccuracy`).
-    ``model`` may be a Memorizer (its dataset is the default) or a :class:`FloatNet`."""
+    ([`FloatNet`][exactmem.export.FloatNet]) and count the examples it still gets right ([`FloatAccuracy`][exactmem.export.FloatAccuracy]).
+    ``model`` may be a Memorizer (its dataset is the default) or a [`FloatNet`][exactmem.export.FloatNet]."""
     import numpy as np
 
     from ..api import as_dataset

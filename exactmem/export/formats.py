@@ -1,4 +1,4 @@
-"""IEEE float formats and exact round-to-nearest-even of rationals (:mod:`exactmem.export`)."""
+"""IEEE float formats and exact round-to-nearest-even of rationals ([`exactmem.export`][exactmem.export])."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def _floor_log2(x: Fraction) -> int:
 
 
 def round_to_format(x: Any, fmt: Any) -> Tuple[float, str]:
-    """Round the rational ``x`` to the IEEE format ``fmt`` (name or :class:`FloatFormat`):
+    """Round the rational ``x`` to the IEEE format ``fmt`` (name or [`FloatFormat`][exactmem.export.FloatFormat]):
     round to nearest, ties to even, gradual underflow, overflow to ±inf — exactly, from the
     rational (no intermediate float). Returns ``(value as a Python float, status)`` with
     status ``exact``, ``rounded``, ``overflow`` (±inf) or ``underflow`` (a nonzero value

@@ -1,21 +1,21 @@
 """Float files in, exact rationals out: token vectors, token-id sequences, model weights.
 
-* :func:`load_arrays` — the arrays of a ``.npy``, ``.npz`` or ``.safetensors`` file (e.g. the
+* [`load_arrays`][exactmem.export.importer.load_arrays] — the arrays of a ``.npy``, ``.npz`` or ``.safetensors`` file (e.g. the
   embedding matrix of a trained language model; F16, BF16, F32, F64 and integer tensors);
-* :func:`exact_rows` — rows of a float array as exact rationals: every binary float *is* a
+* [`exact_rows`][exactmem.export.importer.exact_rows] — rows of a float array as exact rationals: every binary float *is* a
   rational m·2^e, and it is converted to exactly that Fraction (no rounding, no decimal
   detour); NaN and ±inf are refused with their position;
-* :func:`load_sequences` — token-id sequences and labels from JSON or CSV;
-* :func:`dataset` — the two together: an exact :class:`~exactmem.data.kajitsuka_data.SequenceData`
+* [`load_sequences`][exactmem.export.importer.load_sequences] — token-id sequences and labels from JSON or CSV;
+* [`dataset`][exactmem.export.importer.dataset] — the two together: an exact `SequenceData`
   (only the vocabulary rows the sequences use are converted) with Kajitsuka & Sato's
   assumptions — Assumption 4.1 (separation) and eq. (5)/(10) (consistency) — run exactly and
-  reported in an :class:`ImportReport` (token ids that share a vector are named);
-* :func:`load_model` / :func:`from_state_dict` — a trained (or exported) model's float weights
-  as an exact :class:`~exactmem.model.Model`, so the independent checker can decide whether
-  those very weights memorize a dataset under exact arithmetic (:func:`exactmem.certify`).
+  reported in an [`ImportReport`][exactmem.export.importer.ImportReport] (token ids that share a vector are named);
+* [`load_model`][exactmem.export.importer.load_model] / [`from_state_dict`][exactmem.export.importer.from_state_dict] — a trained (or exported) model's float weights
+  as an exact [`Model`][exactmem.model.Model], so the independent checker can decide whether
+  those very weights memorize a dataset under exact arithmetic ([`exactmem.certify`][exactmem.api.certify]).
 
 ``.safetensors`` files are read with the ``safetensors`` package when it is installed and
-the file has no BF16 tensor, else with the built-in reader of :mod:`exactmem.export`.
+the file has no BF16 tensor, else with the built-in reader of [`exactmem.export`][exactmem.export].
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def exact_value(x: Any) -> Fraction:
 def exact_rows(array: Any, rows: Optional[Sequence[int]] = None, name: str = "array") -> List[Tuple[Fraction, ...]]:
     """Rows of a 2-D array (or the selected ``rows``) as tuples of exact Fractions. float16,
     float32 and bfloat16 values widen to float64 exactly, and a float64 is converted to its
-    exact binary value. NaN or ±inf raise :class:`FileImportError` naming row and column."""
+    exact binary value. NaN or ±inf raise [`FileImportError`][exactmem.export.importer.FileImportError] naming row and column."""
     import numpy as np
 
     a = np.asarray(array)
@@ -204,8 +204,8 @@ def load_sequences(path: str) -> TokenSequences:
 
 @dataclass
 class ImportReport:
-    """What :func:`dataset` found: the source, the exact conversion, and Kajitsuka & Sato's
-    assumptions (``checks``: an :class:`exactmem.api.DataReport`). ``ok`` iff both hold."""
+    """What [`dataset`][exactmem.export.importer.dataset] found: the source, the exact conversion, and Kajitsuka & Sato's
+    assumptions (``checks``: an [`exactmem.api.DataReport`][exactmem.api.DataReport]). ``ok`` iff both hold."""
 
     source: str
     dtype: str
@@ -250,11 +250,11 @@ def dataset(vectors: Union[str, Any], sequences: Union[str, TokenSequences, Sequ
 
     ``vectors``: a file (``.npy``/``.npz``/``.safetensors``; ``key`` names the tensor when
     there are several) or an array, one token vector per row (vocabulary × d).
-    ``sequences``: a JSON/CSV file (:func:`load_sequences`), a :class:`TokenSequences`, or a
+    ``sequences``: a JSON/CSV file ([`load_sequences`][exactmem.export.importer.load_sequences]), a [`TokenSequences`][exactmem.export.importer.TokenSequences], or a
     list of id sequences with ``labels``. Only the rows the sequences use are converted, each
     exactly. Then Assumption 4.1 and eq. (5)/(10) are checked exactly (``r``, ``delta``
-    optional) and reported; ``strict=True`` raises :class:`~exactmem.data.dataset.DataError`
-    when one fails. Returns :class:`Imported` (``data, report = importer.dataset(...)``)."""
+    optional) and reported; ``strict=True`` raises `DataError`
+    when one fails. Returns [`Imported`][exactmem.export.importer.Imported] (``data, report = importer.dataset(...)``)."""
     import numpy as np
 
     from ..api import check_data
@@ -332,8 +332,8 @@ def _exact_matrix(a, name: str):
 
 
 def from_arrays(arrays: Dict[str, Any], spec: Dict[str, Any]) -> Model:
-    """An exact Model from float (or integer) tensors named as in :mod:`exactmem.export` and an
-    architecture ``spec`` (:func:`exactmem.export.architecture`). Every value is converted
+    """An exact Model from float (or integer) tensors named as in [`exactmem.export`][exactmem.export] and an
+    architecture ``spec`` ([`exactmem.export.architecture`][exactmem.export.architecture]). Every value is converted
     exactly; a missing tensor, an unexpected one or a wrong shape raises naming it."""
     import numpy as np
 
@@ -371,7 +371,7 @@ def from_arrays(arrays: Dict[str, Any], spec: Dict[str, Any]) -> Model:
 
 
 def load_model(path: str, like: Any = None) -> Model:
-    """The exact model of a weights file written by :func:`exactmem.export.save` (the
+    """The exact model of a weights file written by [`exactmem.export.save`][exactmem.export.save] (the
     architecture is read from the file), or of any ``.npz``/``.safetensors`` whose tensor
     names follow the export names, with the architecture of the model ``like`` (a Model or
     Memorizer). Float weights are taken at their exact binary values."""
@@ -389,7 +389,7 @@ def load_model(path: str, like: Any = None) -> Model:
 
 def from_state_dict(sd: Any, like: Any) -> Model:
     """An exact Model from a PyTorch ``state_dict`` (tensor names as in
-    :func:`exactmem.export.to_torch`) with the architecture of ``like``."""
+    [`exactmem.export.to_torch`][exactmem.export.to_torch]) with the architecture of ``like``."""
     from . import architecture
 
     arrays = {}

@@ -1,7 +1,7 @@
 """A small safetensors reader and writer following the published format, and the optional ``safetensors`` package.
 
 The format: an 8-byte little-endian header length, a JSON header, raw little-endian data
-(:mod:`exactmem.export`)."""
+([`exactmem.export`][exactmem.export])."""
 
 from __future__ import annotations
 

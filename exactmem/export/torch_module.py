@@ -1,4 +1,4 @@
-"""A reference PyTorch module of an exact model (:mod:`exactmem.export`; extra ``torch``)."""
+"""A reference PyTorch module of an exact model ([`exactmem.export`][exactmem.export]; extra ``torch``)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def to_torch(model: Any, dtype: str = "float32"):
     models) and returns batch × m' (readout last) or batch × n × m'. The module states its
     format: ``dtype_name`` (``"float32"``), ``torch_dtype`` and its ``repr``
     (``ExactmemReference(dtype=float32, …)``); the rounding report is its ``rounding``
-    attribute. It is an :class:`exactmem.export.torch_nn.ExactmemReference`, a module-level
+    attribute. It is an `exactmem.export.torch_nn.ExactmemReference`, a module-level
     class: the module pickles (``pickle.dumps``, ``torch.save``). Needs PyTorch (extra ``torch``)."""
     require("torch", "torch", "to_torch")
     from .torch_nn import ExactmemReference
@@ -40,5 +40,5 @@ def to_torch(model: Any, dtype: str = "float32"):
 
 
 def state_dict(model: Any, dtype: str = "float32"):
-    """The PyTorch ``state_dict`` of :func:`to_torch` (an ``OrderedDict`` of tensors)."""
+    """The PyTorch ``state_dict`` of [`to_torch`][exactmem.export.to_torch] (an ``OrderedDict`` of tensors)."""
     return to_torch(model, dtype).state_dict()

@@ -1,8 +1,8 @@
-"""The PyTorch classes of :func:`exactmem.export.to_torch` (needs PyTorch, extra ``torch``).
+"""The PyTorch classes of [`exactmem.export.to_torch`][exactmem.export.to_torch] (needs PyTorch, extra ``torch``).
 
 Module-level classes, so a module pickles (``pickle.dumps(to_torch(net))``, ``torch.save``)
 and unpickles in a fresh process: pickle finds them as
-``exactmem.export.torch_nn.ExactmemReference`` and ``.Block``. Only :func:`to_torch` imports
+``exactmem.export.torch_nn.ExactmemReference`` and ``.Block``. Only [`to_torch`][exactmem.export.to_torch] imports
 this module; ``import exactmem.export`` never imports PyTorch.
 """
 
@@ -92,11 +92,11 @@ class Block(nn.Module):
 
 
 class ExactmemReference(nn.Module):
-    """Reference float module of an exactmem model (see :func:`exactmem.export.to_torch`).
+    """Reference float module of an exactmem model (see [`exactmem.export.to_torch`][exactmem.export.to_torch]).
 
     ``dtype_name``: the float format its weights were rounded to and it computes in
     (``"float32"``, ``"float64"``, ...), also in its ``repr``; ``rounding``: the
-    :class:`~exactmem.export.RoundingReport`; ``spec``: the architecture JSON."""
+    [`RoundingReport`][exactmem.export.RoundingReport]; ``spec``: the architecture JSON."""
 
     def __init__(self, spec: Dict[str, Any], arrays: Dict[str, Any], rounding, dtype_name: str):
         super().__init__()

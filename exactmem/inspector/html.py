@@ -3,20 +3,20 @@
 The page (no server, no external URL: the CSS is inline and the plots are base64 PNGs) shows
 
 * the header: theorem, instance, seed, hash, source and statement (``meta``), the hypotheses;
-* the independent checker's verdict (:func:`~exactmem.kernel.checker.check_certificate`);
+* the independent checker's verdict ([`check_certificate`][exactmem.kernel.checker.check_certificate]);
 * the claims table: claim, bound, measured, holds;
 * the stages and layers with parameters and bits (the facts ``inspect`` prints), and a
   bits-per-layer plot; for a graph model (``model.graph``, ``docs/verify-format.md``) its
   operators and constant tensors instead;
-* the head-to-subset assignment graph (:mod:`exactmem.constructions.mahdavi.assign`) when ``meta`` carries one
+* the head-to-subset assignment graph (`exactmem.constructions.mahdavi.assign`) when ``meta`` carries one
   (``meta.assignment``: node-link JSON as written by ``assign.write_json``, or
   ``meta.partition`` / ``meta.info.partition``: one list of example indices per head);
 * the per-example verdicts, failures first, at most ``max_rows`` rows (the counts cover all);
 * for a lower-bound certificate (format ``exactmem-lower-bound``) the statement, premises,
-  definitions and the steps with the kernel's verdict of each (:mod:`exactmem.inspector.html_lower`);
-  the assignment and example sections live in :mod:`exactmem.inspector.html_parts`.
+  definitions and the steps with the kernel's verdict of each (`exactmem.inspector.html_lower`);
+  the assignment and example sections live in `exactmem.inspector.html_parts`.
 
-Everything read from the certificate is untrusted and goes through :func:`html.escape`. This
+Everything read from the certificate is untrusted and goes through `html.escape`. This
 module only displays: verdicts come from the kernel's public functions, never from here.
 """
 

@@ -1,7 +1,7 @@
-"""The building blocks of the HTML view of a certificate (:mod:`exactmem.inspector.html`).
+"""The building blocks of the HTML view of a certificate (`exactmem.inspector.html`).
 
 Escaping, tables, inline images, the page frame and the verdict badge. Everything from a certificate
-is untrusted and goes through :func:`html.escape`."""
+is untrusted and goes through `html.escape`."""
 
 from __future__ import annotations
 

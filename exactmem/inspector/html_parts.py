@@ -1,6 +1,6 @@
 """The head-to-subset assignment graph and the per-example verdicts of an ``inspect --html`` page.
 
-Parts of the page :mod:`exactmem.inspector.html` builds."""
+Parts of the page `exactmem.inspector.html` builds."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """Looking inside a model: a printable summary, attention weights per head, activations.
 
-* :func:`inspect` — layers, shapes, parameter and bit counts (``docs/measurement.md``), the
-  named stages of a :class:`~exactmem.api.Memorizer` and its claims, as text (defined in
-  :mod:`exactmem.model.summary`, below the library surface, so that ``Memorizer.inspect``
-  needs no import of this module, which itself uses :func:`exactmem.api.trace`);
-* :func:`attention_table` / :func:`attention_figure` — the attention weights of every head
+* [`inspect`][exactmem.inspector.text.inspect] — layers, shapes, parameter and bit counts (``docs/measurement.md``), the
+  named stages of a [`Memorizer`][exactmem.api.Memorizer] and its claims, as text (defined in
+  `exactmem.model.summary`, below the library surface, so that ``Memorizer.inspect``
+  needs no import of this module, which itself uses [`exactmem.api.trace`][exactmem.api.trace]);
+* [`attention_table`][exactmem.inspector.text.attention_table] / [`attention_figure`][exactmem.inspector.text.attention_figure] — the attention weights of every head
   for one input (exact Fractions in the table; a heat map per head in the figure);
-* :func:`activation_bits` / :func:`activations_figure` — the activations of a range of layers
+* [`activation_bits`][exactmem.inspector.text.activation_bits] / [`activations_figure`][exactmem.inspector.text.activations_figure] — the activations of a range of layers
   for one input (e.g. the bit-extraction Stage III of Lemma G.6), as bit lengths and as a
   heat map of log₂(1 + |value|).
 

@@ -1,8 +1,8 @@
 """The small independent certificate checker (kernel; ``docs/certificate.md``).
 
-``check_certificate`` validates a certificate (:mod:`schema`), checks its claims, re-derives
-every example's output (:mod:`evaluate`) and returns a :class:`Verdict`, within the verifier's
-budget (:mod:`limits`). Accelerators (``fastcheck``, sharded checks) use the public names: they
+``check_certificate`` validates a certificate (`schema`), checks its claims, re-derives
+every example's output (`evaluate`) and returns a `Verdict`, within the verifier's
+budget (`limits`). Accelerators (``fastcheck``, sharded checks) use the public names: they
 may decide how to compute an example's exact output, never how it is judged.
 """
 
@@ -316,7 +316,7 @@ def check_certificate(doc: dict, max_precision: Optional[int] = None, *, limits:
     """Validate ``doc`` (MalformedCertificate if invalid or over a size limit), verify its hash,
     check the claims and re-derive every example, within ``limits`` (default: ``Limits()``).
     A version-2 (chunked) certificate needs ``read_chunk`` (see ``chunkfiles.chunk_reader``).
-    A lower-bound certificate (format ``exactmem-lower-bound``) goes to :mod:`lowerbound`. Any other
+    A lower-bound certificate (format ``exactmem-lower-bound``) goes to `lowerbound`. Any other
     exception of the kernel (a bug, or an input no check foresaw) becomes MalformedCertificate, one
     line naming where; MemoryError and RecursionError pass through for the caller to report."""
     budget = budget or Budget(limits)

@@ -9,7 +9,7 @@ enclosures*, which lists them all). Two representations:
   *Rounding to p bits* replaces an endpoint by a dyadic ``m * 2^e``, ``|m| < 2^p``, outward (``lo``
   down, ``hi`` up), so every result contains the exact result for any points of the arguments. A
   nonzero number never rounds to zero (rounding is relative): positive lower bounds stay positive.
-  :func:`exp_bound`, :func:`ln_point`, :func:`ln2`, :func:`e_interval`, :func:`sqrt_bound`.
+  `exp_bound`, `ln_point`, `ln2`, `e_interval`, `sqrt_bound`.
 * **Fixed point** (graph models). An integer ``n`` stands for the real ``n / 2^F``. Each
   ``f_fx(n, F, up)`` returns an integer ``b`` with ``b / 2^F >= f(n / 2^F)`` when ``up`` and
   ``b / 2^F <= f(n / 2^F)`` otherwise, so a monotone function maps an interval ``[lo, hi]`` to
@@ -117,7 +117,7 @@ def exp_bound(x: Fraction, p: int, up: bool, tick=None) -> Fraction:
 
 @lru_cache(maxsize=64)
 def e_interval(p: int) -> Interval:
-    """e = exp(1), by :func:`exp_bound`."""
+    """e = exp(1), by `exp_bound`."""
     return Interval(exp_bound(ONE, p, False), exp_bound(ONE, p, True))
 
 
@@ -140,7 +140,7 @@ def _arctan_series(a: int, b: int, F: int, alternating: bool, J: int) -> tuple:
 def _atanh(a: int, b: int, F: int) -> tuple:
     """Integers (S, S + 2J + 1) bounding 2^F·atanh(a/b) for 0 <= a/b <= 1/3, J the terms summed.
 
-    Floors only lower, so S <= 2^F Σ_{j<J}; each term is at most 2 units low (:func:`_arctan_series`):
+    Floors only lower, so S <= 2^F Σ_{j<J}; each term is at most 2 units low (`_arctan_series`):
     Σ_{j<J} <= (S + 2J)/2^F. The tail Σ_{j>=J} <= z^{2J+1}/(1 − z²) <= (9/8)·3^{−2J−1} < 9^{−J}
     <= 2^{−F} once 9^J >= 2^F (J = F // 3 + 1 terms at most); when t_J = 0 first, 2^F z^{2J+1} <= J + 1
     and the tail is at most (9/8)(J + 1)/(2J + 1) <= 3/4 of a unit."""
@@ -186,7 +186,7 @@ def ln_point(x: Fraction, p: int) -> Interval:
 
 def exp_fx(n: int, F: int, up: bool, tick=None) -> int:
     """exp(n / 2^F). Below x = −F: 0 < exp(x) < e^−F < 2^−F, so the bounds are 0 and 1 units (this
-    keeps masked scores of −3.4·10^38 cheap); otherwise :func:`exp_bound` at F + 8 bits, rounded outward."""
+    keeps masked scores of −3.4·10^38 cheap); otherwise `exp_bound` at F + 8 bits, rounded outward."""
     if n < -(F << F):
         return 1 if up else 0
     b = exp_bound(Fraction(n, 1 << F), F + 8, up, tick)
@@ -216,7 +216,7 @@ def pi_fx(F: int):
     """(lo, hi) with lo <= π·2^F <= hi. Machin: π = 16 atan(1/5) − 4 atan(1/239), and atan(1/k) =
     Σ_i (−1)^i / ((2i+1) k^(2i+1)), an alternating series of decreasing terms, so the tail after the
     last term used is at most the first omitted one. In G = F + 16 fractional bits the term
-    t_i = ⌊⌊2^G / k^(2i+1)⌋ / (2i+1)⌋ = ⌊2^G / ((2i+1) k^(2i+1))⌋ (:func:`_arctan_series` with a = 1:
+    t_i = ⌊⌊2^G / k^(2i+1)⌋ / (2i+1)⌋ = ⌊2^G / ((2i+1) k^(2i+1))⌋ (`_arctan_series` with a = 1:
     nested floors of positive divisions) is off by less than 1 unit; the series stops when
     ⌊2^G / k^(2i+1)⌋ = 0 (before G terms, as k >= 5), i.e. the first omitted term is below 1 unit.
     So after i terms the sum s is within i + 1 units of 2^G atan(1/k)."""

@@ -3,7 +3,7 @@
 Exact values are integer columns over one common denominator D (``nums / D``); a token-wise layer
 is integer dot products, new denominator ``L * D``. hardmax/uniform/softmax2 attention stays exact:
 ties share the mass, softmax2 weights are 2^{s_k − min s}/Σ_j 2^{s_j − min s} for integer scores
-(Dana et al. note §3.7). After a softmax layer, values are p-bit intervals (:mod:`enclosure`); their
+(Dana et al. note §3.7). After a softmax layer, values are p-bit intervals (`enclosure`); their
 sums, products and softmax are below.
 """
 

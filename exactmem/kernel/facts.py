@@ -2,7 +2,7 @@
 
 A memorization theorem speaks of N pairwise-distinct labelled inputs, of their length n, of C
 classes and, for token-wise (r, δ)-separated data (Kajitsuka & Sato, Definition of separated
-tokens, §3), of the norms and gaps of the distinct tokens (:mod:`geometry`, layer models only). A
+tokens, §3), of the norms and gaps of the distinct tokens (`geometry`, layer models only). A
 certificate never states these: the
 kernel counts them while it reads the examples, and the claims on them (``n_examples``,
 ``n_rows``, ``seq_len``, ``label_classes``, ``distinct_tokens``, ``max_norm2``, ``min_sep2``)
@@ -64,7 +64,7 @@ class DataFacts:
         self.known: Dict[int, tuple] = {}  # id(token) -> (token, its bytes); holding the token keeps its id unique
 
     def token_bytes(self, t) -> bytes:
-        """:func:`token_bytes` of ``t``, computed once per token object of an immutable kind
+        """`token_bytes` of ``t``, computed once per token object of an immutable kind
         (the parser shares one tuple among equal input tokens)."""
         hit = self.known.get(id(t))  # an entry holds its token, so no other object has that id meanwhile
         if hit is not None:
@@ -108,7 +108,7 @@ class DataFacts:
         return None if old[1] == key else old
 
     def export(self) -> tuple:
-        """Picklable facts of one part, for :meth:`merge` in the process that combines parts."""
+        """Picklable facts of one part, for `merge` in the process that combines parts."""
         return self.seen, self.rows, self.repeats, self.seq_len, self.classes, self.tokens, self.verdicts
 
     def merge(self, part: tuple) -> List[tuple]:

@@ -3,12 +3,12 @@
 One example at a time, in rigorous fixed-point interval arithmetic (``docs/verify-format.md``;
 ONNX opset 18 semantics).
 
-A tensor (:class:`T`) is a shape and two row-major integer lists ``lo``, ``hi`` over one power of two
+A tensor (`T`) is a shape and two row-major integer lists ``lo``, ``hi`` over one power of two
 ``2^s``: element i lies in ``[lo[i], hi[i]] / 2^s``; a point tensor shares one list (``lo is hi``).
 Evaluation at precision F keeps scales at most F: a result over 2^s with s > F is rounded outward
 (``lo`` down, ``hi`` up) to 2^F, so exact dyadic values stay exact while they fit. Products use the
 midpoint–radius form (C-level ``sum(map(mul, ...))`` on integers); irrational steps use the bounds of
-:mod:`enclosure`. A shape that does not fit makes the certificate malformed, naming the node.
+`enclosure`. A shape that does not fit makes the certificate malformed, naming the node.
 """
 
 from __future__ import annotations
@@ -254,7 +254,7 @@ def op_pow(cx, a, x, y=None):
 
 
 def op_gelu(cx, a, x):
-    """Gelu = x·g(x), g increasing in [0, 1] (:func:`enclosure.phi_fx`): for x in [l, h] the value lies
+    """Gelu = x·g(x), g increasing in [0, 1] (`enclosure.phi_fx`): for x in [l, h] the value lies
     in the product of the intervals [l, h] and [g(l), g(h)] (GELU itself is not monotone)."""
     t, F, th = cx.tick, cx.F, a["approximate"] == "tanh"
     ps = [(l * gl, l * gh, h * gl, h * gh) for l, h in zip(*fx(x, F))

@@ -1,7 +1,7 @@
 """Validation of a layer model's layers (kernel; layer models only, ``docs/certificate.md``).
 
 ``read_layer`` checks one layer's fields and shapes with the schema's reader (numbers within the
-digit limit, parameters collected for the size claims) and returns it as :mod:`linear` holds it.
+digit limit, parameters collected for the size claims) and returns it as `linear` holds it.
 """
 
 from __future__ import annotations

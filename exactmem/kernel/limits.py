@@ -1,7 +1,7 @@
 """Verifier-side budgets (kernel; ``docs/certificate.md`` § Budgets).
 
 ``Limits`` holds the verifier's limits (safe defaults below); a certificate's ``check.limits``
-may only lower them. A limit hit raises :class:`LimitExceeded`. Time is integer nanoseconds of
+may only lower them. A limit hit raises `LimitExceeded`. Time is integer nanoseconds of
 ``time.monotonic_ns``; no floating point.
 """
 

@@ -5,9 +5,9 @@ its ``conclusion``: steps restated exactly, so what CERTIFIED prints is the kern
 checked relations, never the producer's words), cites the results it rests on (``premises``: what a
 reader must trust), names expressions (``definitions``) and lists ``steps``, each an exact relation
 ``lhs rel rhs`` between expressions of integers, rationals, + − × ÷, integer powers, ln, log2,
-e, exp, √, floor/ceil, min/max, binom and the Euler–Maclaurin sum ``em_sum``. :func:`check_lower_bound`
+e, exp, √, floor/ceil, min/max, binom and the Euler–Maclaurin sum ``em_sum``. `check_lower_bound`
 validates the document and its hash, then evaluates every step in rational interval arithmetic
-(the operations below, on :mod:`enclosure`) from 64 bits, doubling up to the verifier's cap:
+(the operations below, on `enclosure`) from 64 bits, doubling up to the verifier's cap:
 CERTIFIED when every step holds, REFUTED at the first false (or undefined) step with both sides
 printed, UNKNOWN when undecided at the cap or when a budget limit is reached.
 """
@@ -103,7 +103,7 @@ def _pow(x: Fraction, k: int, p: int, budget) -> Interval:
 
 
 def sqrt(a: Interval, p: int, budget) -> Interval:
-    """√x, increasing: :func:`~.enclosure.sqrt_bound` of both endpoints at k ≥ p + a margin fractional bits."""
+    """√x, increasing: `sqrt_bound` of both endpoints at k ≥ p + a margin fractional bits."""
     if a.hi < 0:
         raise DomainError("square root of a negative number")
     if a.lo < 0:
@@ -139,14 +139,14 @@ def log2(a: Interval, p: int, budget) -> Interval:
 
 
 def exp(a: Interval, p: int, budget) -> Interval:
-    """exp is increasing: [exp lo, exp hi] by :func:`~.enclosure.exp_bound`; e^{±x} needs about 1.45·x
+    """exp is increasing: [exp lo, exp hi] by `exp_bound`; e^{±x} needs about 1.45·x
     bits, charged before it is formed."""
     budget.value(2 * max(-(-abs(x).numerator // abs(x).denominator) for x in a) + p, "exp of a large number")
     return fit(exp_bound(a.lo, p, False, budget.tick), exp_bound(a.hi, p, True, budget.tick), p, budget)
 
 
 def floor_of(a: Interval) -> int:
-    """⌊x⌋ when the enclosure decides it (⌊lo⌋ = ⌊hi⌋), else :class:`Undecided`."""
+    """⌊x⌋ when the enclosure decides it (⌊lo⌋ = ⌊hi⌋), else `Undecided`."""
     f = a.lo.numerator // a.lo.denominator
     if f != a.hi.numerator // a.hi.denominator:
         raise Undecided("floor: the enclosure contains an integer")
@@ -487,7 +487,7 @@ def _definitions(defs, p: int, budget) -> dict:
 
 
 def check_lower_bound(doc: dict, budget):
-    """Check a lower-bound certificate within ``budget``: a :class:`~.verdict.Verdict`
+    """Check a lower-bound certificate within ``budget``: a `Verdict`
     (MalformedCertificate if the document is invalid); ``checker.check_certificate`` dispatches here."""
 
     p, why = START_PRECISION, {}

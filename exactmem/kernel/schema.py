@@ -1,8 +1,8 @@
 """Reading and validating a certificate (kernel; formats v1 and v2, ``docs/certificate.md``).
 
 ``parse_certificate`` checks every field, the hash and the digit limit, and returns a
-:class:`ParsedCertificate` (layers as :mod:`linear` holds them, examples as ints and Fractions,
-claims, measured size quantities); anything invalid raises :class:`MalformedCertificate`.
+`ParsedCertificate` (layers as `linear` holds them, examples as ints and Fractions,
+claims, measured size quantities); anything invalid raises `MalformedCertificate`.
 """
 
 from __future__ import annotations

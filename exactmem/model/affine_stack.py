@@ -5,7 +5,7 @@ is a composition of *steps* ``H ↦ ρ(W H + b 1ᵀ)`` where ρ applies ReLU to 
 rows (a feed-forward layer with residual keeps the carried rows linear). A batch is a matrix
 with one column per token (all tokens of all sequences side by side).
 
-Values are held as :class:`ScaledInts`: an integer matrix and one positive common
+Values are held as `ScaledInts`: an integer matrix and one positive common
 denominator. Steps are applied in *homogeneous coordinates*: the batch gets an extra row
 equal to the denominator, and a step is the integer matrix ``[[D·W, D·b], [0, D]]`` with D
 the step's common denominator. ReLU leaves that row alone because it is positive, so a
@@ -116,7 +116,7 @@ def run_stack(steps: Sequence[AffineStep], X: ScaledInts, backend: str = "auto",
               on_step: Optional[Callable[[int], None]] = None) -> StackResult:
     """Evaluate the steps on the batch X exactly. ``backend``: auto | native | limbs | flint |
     compress | fraction. ``on_step(steps done)``: progress (display only), every
-    :data:`PROGRESS_GROUP` steps and at the end; the ``native`` and ``compress`` engines count
+    `PROGRESS_GROUP` steps and at the end; the ``native`` and ``compress`` engines count
     their steps without leaving their own representation, the others run in groups of that many
     steps."""
     if backend == "auto":

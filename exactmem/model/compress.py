@@ -10,7 +10,7 @@ per distinct value.
 State: for each row, a NumPy array of distinct numerators (``int64`` when every value is
 provably below 2^62 in magnitude; past that, on at least ``NATIVE_MIN_VALUES`` values and with
 numba installed, a compiled limb array — base-2^30 limbs, ``exactmem/native/rows.py`` — computed
-by :func:`exactmem.native.rows.lincomb`; otherwise Python ints in an object array) and a *class
+by `exactmem.native.rows.lincomb`; otherwise Python ints in an object array) and a *class
 map* token → position in that array (shared by the rows computed together; ``None`` means
 one value per token). A step ``H ↦ ρ(W H + b)`` in integer form ``(D·W, D·b)``:
 
@@ -24,9 +24,9 @@ one value per token). A step ``H ↦ ρ(W H + b)`` in integer form ``(D·W, D·b
 
 Exact: integer arithmetic only (int64 with a proven magnitude bound, or Python ints); the
 class maps only decide which equal values are computed once. Tested against the ``flint``
-and ``fraction`` engines in ``tests/test_vardi.py``. Registered in :data:`BACKENDS` on import;
+and ``fraction`` engines in ``tests/test_vardi.py``. Registered in `BACKENDS` on import;
 not chosen by ``auto`` (for dense random networks with all-distinct registers it is slower
-than ``limbs``): a proof file's :class:`~exactmem.proof.Instance` may ask for it.
+than ``limbs``): a proof file's `Instance` may ask for it.
 """
 
 from __future__ import annotations

@@ -2,14 +2,14 @@
 
 All tokens of all sequences are evaluated together: token-wise layers (``Affine``,
 ``FeedForward``) become one exact integer matrix product per step on a matrix with one
-column per token (see :mod:`affine_stack`); attention mixes columns within each sequence.
+column per token (see `affine_stack`); attention mixes columns within each sequence.
 
 Hardmax, uniform attention, base-2 softmax (``softmax2``: 2^{s_k}/Σ_j 2^{s_j} for integer
 scores, Dana et al. note §3.7) and ReLU stay in Q, so the result is exact. Softmax weights are
 transcendental: from the first softmax layer on, values are Arb balls (python-flint) at a
 working precision ``prec``; the result then carries ``exact=False`` and the precision used.
-A hardmax decision that the balls cannot settle raises :class:`Undecided`; callers retry at
-a higher precision (:func:`forward_escalating`).
+A hardmax decision that the balls cannot settle raises [`Undecided`][exactmem.model.Undecided]; callers retry at
+a higher precision (`forward_escalating`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class InputError(ValueError):
 
 class Softmax2Error(ModelError):
     """A ``softmax2`` score is not an integer, or a query's score spread exceeds
-    ``SOFTMAX2_MAX_SPREAD``; raised from :func:`forward` with the layer, example, head and
+    ``SOFTMAX2_MAX_SPREAD``; raised from `forward` with the layer, example, head and
     positions in the message. ``key`` is the index of the offending key within its key set."""
 
     def __init__(self, message: str, key: Optional[int] = None):
@@ -379,7 +379,7 @@ def run_stack_chunked(steps: Sequence[AffineStep], X: ScaledInts, backend: str =
                       on_step: Optional[Callable[[int], None]] = None):
     """``run_stack`` over column chunks, so a wide layer (e.g. width 10^4 on 10^4 tokens)
     never materialises more than ``MAX_BATCH_ENTRIES`` entries at once. ``on_step(steps done)``:
-    progress as :func:`run_stack` reports it (with several chunks, the steps of the chunks done so
+    progress as `run_stack` reports it (with several chunks, the steps of the chunks done so
     far, scaled to the stack)."""
     from .affine_stack import StackResult
 
@@ -438,7 +438,7 @@ def _inputs_to_columns(model: Model, inputs) -> Tuple[List[List[Fraction]], List
 
 def _scaled_columns(cols: List[List[Fraction]]) -> ScaledInts:
     """The columns as one ScaledInts (rows = coordinates); a column object that occurs several
-    times (a shared token, see :func:`_inputs_to_columns`) is scaled to integers once."""
+    times (a shared token, see `_inputs_to_columns`) is scaled to integers once."""
     index: dict = {}
     reps: List[List[Fraction]] = []
     for c in cols:

@@ -1,14 +1,14 @@
 """The network as data: exact-rational layers of the Transformers in the three papers.
 
-* Kajitsuka & Sato eq. (2)–(4): ``E_in`` (:class:`Affine`), blocks of multi-head
-  self-attention (:class:`Attention`, residual switchable) and ReLU feed-forward
-  (:class:`FeedForward`, eq. (3)), ``E_out`` (:class:`Affine`); deep feed-forward stacks are
-  sequences of :class:`Affine` layers with ``relu=True``.
+* Kajitsuka & Sato eq. (2)–(4): ``E_in`` ([`Affine`][exactmem.model.Affine]), blocks of multi-head
+  self-attention ([`Attention`][exactmem.model.Attention], residual switchable) and ReLU feed-forward
+  ([`FeedForward`][exactmem.model.FeedForward], eq. (3)), ``E_out`` ([`Affine`][exactmem.model.Affine]); deep feed-forward stacks are
+  sequences of [`Affine`][exactmem.model.Affine] layers with ``relu=True``.
 * Mahdavi et al.: one multi-head layer where only the query (last token) attends to the
   context (``query="last"``, ``keys="others"``, no residual).
-* Dana et al.: token + positional embeddings (:class:`Embed`), one multi-head layer where
+* Dana et al.: token + positional embeddings ([`Embed`][exactmem.model.Embed]), one multi-head layer where
   the last position attends to all positions with a skip connection (``query="last"``,
-  ``residual=True``), unembedding (:class:`Affine`), argmax decoding.
+  ``residual=True``), unembedding ([`Affine`][exactmem.model.Affine]), argmax decoding.
 
 Matrices are tuples of rows of ``Fraction``; a layer acting on m-dimensional tokens with
 output dimension m' has ``W`` of shape m'×m (tokens are columns, as in the papers).

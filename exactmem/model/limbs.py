@@ -137,7 +137,7 @@ def _ints_to_canonical(vals: Sequence[int], s: int, K: int) -> np.ndarray:
 
 
 def _canonical_to_ints(C: np.ndarray, s: int) -> List[int]:
-    """Inverse of :func:`_ints_to_canonical` for a (K, n) limb array."""
+    """Inverse of `_ints_to_canonical` for a (K, n) limb array."""
     K, n = C.shape
     tops = C[K - 1].astype(np.int64).tolist()
     if K == 1 or n == 0:

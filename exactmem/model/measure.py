@@ -3,7 +3,7 @@
 Definitions are those of ``docs/certificate.md`` (the independent checker re-derives them
 with its own code): width is Kim et al.'s max(m, sH, q) over layers; depth counts ReLU
 layers and attention layers; bits of p/q is ``numbers.bits``. Papers count parameters in
-their own ways; those conventions are registered by name with :func:`register_convention`
+their own ways; those conventions are registered by name with [`register_convention`][exactmem.model.register_convention]
 and reported next to the exact count, labelled.
 """
 

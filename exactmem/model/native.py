@@ -3,7 +3,7 @@
 Values are ``N / (odd0·2^e)``, N an integer matrix held as canonical base-2^30 limbs in int64,
 token-major (``(rows, limbs, tokens)``, so the compiled loops run over tokens and vectorize;
 ``exactmem/native/limbs.py`` says why no int64 sum overflows). The tokens are cut in blocks of
-:data:`TOKEN_BLOCK`; each (row, block) keeps its own limb count, trimmed after every step.
+`TOKEN_BLOCK`; each (row, block) keeps its own limb count, trimmed after every step.
 A step ``H ↦ ρ(W H + b)`` with integer form ``(2^a·W, 2^a·b)`` computes, block by block:
 
 * the terms of each row grouped by the magnitude of their weight, ``Σ_|a| |a|·(Σ ±x_j)``: the
@@ -17,7 +17,7 @@ A step ``H ↦ ρ(W H + b)`` with integer form ``(2^a·W, 2^a·b)`` computes, bl
   out by dropping them (a view, no copy), so the power of two left in the denominator stays
   below 2^(30 + a) and never piles up.
 
-Registered in :data:`~exactmem.model.affine_stack.BACKENDS` when numba is importable; ``auto``
+Registered in `BACKENDS` when numba is importable; ``auto``
 prefers it over ``limbs`` for dyadic weights. Without numba the module still imports,
 ``AVAILABLE`` is False and nothing is registered (``auto`` keeps choosing ``limbs``/``flint``).
 Tested against the Fraction reference and python-flint in ``tests/test_native.py``.
@@ -151,7 +151,7 @@ def _to_scaled(k, X: _Batch, odd0: int, blk: int) -> ScaledInts:
 def run_stack_native(steps: Sequence[AffineStep], X: ScaledInts, trace: bool = False,
                      token_block: Optional[int] = None, on_step=None) -> StackResult:
     """Exact batched evaluation with compiled multi-limb integer steps (dyadic weights only).
-    ``token_block``: tokens per kernel block (default :data:`TOKEN_BLOCK`; tests use tiny
+    ``token_block``: tokens per kernel block (default `TOKEN_BLOCK`; tests use tiny
     blocks so that one batch has blocks of different lengths). ``on_step(steps done)``:
     progress after every step (display only)."""
     _check_shapes(steps, X.shape[0])

@@ -1,11 +1,11 @@
 """Affine steps and exact scaled-integer batches: the types every stack backend shares, and the fraction backend.
 
-:mod:`.affine_stack` runs a stack and holds the flint backend, :mod:`.limbs` and :mod:`.compress`
+`.affine_stack` runs a stack and holds the flint backend, `.limbs` and `.compress`
 add backends; this module also holds the ``"fraction"`` reference backend.
 
 A step is ``H ↦ ρ(W H + b 1ᵀ)`` with ρ applying ReLU to a chosen subset of rows; a batch is
-a matrix with one column per token, held as :class:`ScaledInts` (an integer matrix and one
-positive common denominator). See :mod:`.affine_stack` for the whole design.
+a matrix with one column per token, held as `ScaledInts` (an integer matrix and one
+positive common denominator). See `.affine_stack` for the whole design.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Printable summary of a model: layers, shapes, parameter and bit counts, and a Memorizer's stages and claims.
 
-:func:`inspect` (``em.inspect``, also a :class:`~exactmem.api.Memorizer` method) adds a Memorizer's
+[`inspect`][exactmem.inspector.text.inspect] (``em.inspect``, also a [`Memorizer`][exactmem.api.Memorizer] method) adds a Memorizer's
 stages and claims to the model's layers, shapes, parameter and bit counts."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def summarize(model: Model, max_lines: int = 40) -> str:
 
 @dataclass
 class ModelReport:
-    """What :func:`inspect` returns: ``str(report)`` is the printable summary; the fields hold
+    """What [`inspect`][exactmem.inspector.text.inspect] returns: ``str(report)`` is the printable summary; the fields hold
     the same facts as data."""
 
     text: str
@@ -75,7 +75,7 @@ def _layer_row(i: int, layer) -> Dict[str, Any]:
 
 
 def inspect(model: Any, max_lines: int = 40) -> ModelReport:
-    """A printable summary of a model (or :class:`~exactmem.api.Memorizer`): input and readout,
+    """A printable summary of a model (or [`Memorizer`][exactmem.api.Memorizer]): input and readout,
     one line per layer (long stacks elided in the middle), the exact measurement (parameters,
     nonzero, width, ReLU and attention depth, max and total bits per weight), the papers'
     own parameter conventions, and for a Memorizer its stages (e.g. Kajitsuka & Sato's F₁,

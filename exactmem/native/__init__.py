@@ -2,13 +2,13 @@
 
 Everything here is an *accelerator*: integer arithmetic on fixed-width limbs with exact carries,
 compiled with numba when it is installed. No floating point is used anywhere. When numba is
-missing (or ``EXACTMEM_NO_NUMBA=1``), :data:`AVAILABLE` is False and the callers keep their
+missing (or ``EXACTMEM_NO_NUMBA=1``), `AVAILABLE` is False and the callers keep their
 NumPy / Python-int paths: a compiled path falls back, it never fails.
 
-``kernels`` (imported lazily through :func:`kernels`) holds the compiled functions:
+``kernels`` (imported lazily through `kernels`) holds the compiled functions:
 conversions between Python ints and limb arrays, one exact affine+ReLU step over a batch of
 multi-limb integers, and a hash-based de-duplication of int64 rows or columns
-(:func:`equal_classes`). See ``exactmem/native/limbs.py``.
+(`equal_classes`). See ``exactmem/native/limbs.py``.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def equal_classes(A, columns: bool = False):
     """The classes of equal rows of an int64 array A (n,) or (n, w) — or, with ``columns``, of
     equal columns of A (w, n) — as ``(first, inv)``: the first row (column) of each class and,
     per row (column), the index of its class. A compiled hash table, O(n), classes in order of
-    first occurrence, when numba is already loaded or from :data:`HASH_MIN_ROWS` rows on (below,
+    first occurrence, when numba is already loaded or from `HASH_MIN_ROWS` rows on (below,
     loading numba would cost more than the sort it saves); otherwise ``np.unique`` (classes in
     sorted order). Which rows share a class is the same either way: only exact equality counts."""
     import numpy as np

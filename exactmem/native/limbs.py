@@ -14,7 +14,7 @@ Why int64 never overflows
   ``[0, 2^30)``) and ``prod >> 30`` (arithmetic shift: ``|.| <= 2^30``), added to two
   accumulator limbs; ``prod == (prod >> 30)·2^30 + (prod & MASK)`` holds for negative ``prod``
   too (two's complement). An accumulator limb therefore receives at most
-  ``2·(terms)·(limbs)`` additions of magnitude <= 2^30; :func:`check_sizes` (called by every
+  ``2·(terms)·(limbs)`` additions of magnitude <= 2^30; `check_sizes` (called by every
   caller before a step) makes sure that count stays below 2^32, so every partial sum is below
   2^62.
 * When at most 7 products can land on one accumulator limb (counted per block: an entry with a
@@ -136,7 +136,7 @@ def _all_zero(a, i, nt):
 @njit(cache=True, nogil=True, inline="always")
 def _linear_part(D, d, off, nt, e0, e1, X, b0, ys, ly, direct, cm_list, cm_sgn, mag_ptr, mags):
     """One block of the linear part ``Σ_e cm_sgn[e]·M_e·y_{cm_list[e]}`` (entries e0..e1-1 of a
-    combo, see :func:`step_block`) into ``D[d, :, off:off+nt]``, carry-normalized and trimmed;
+    combo, see `step_block`) into ``D[d, :, off:off+nt]``, carry-normalized and trimmed;
     returns its length.
 
     The first ``+1·y`` entry is copied rather than added (``y`` is canonical, so the limbs of
@@ -240,7 +240,7 @@ def step_block(X, Xlen, K, list_ptr, term_j, term_sgn, combo_ptr, cm_list, cm_sg
     zero on the whole block is skipped and lengths are trimmed per block. Row r is combo
     ``row_combo[r]`` (-1: none) plus its bias (canonical limbs ``bias[bias_ptr[r]:bias_ptr[r+1]]``),
     then ReLU if ``relu[r]``. A combo that only one row reads, and that row without a bias, is
-    computed straight into that row of Y (:func:`_linear_part`), not into a scratch block.
+    computed straight into that row of Y (`_linear_part`), not into a scratch block.
 
     Writes the output the same way into Y (m_out, P, T) / Ylen (m_out, blocks) (P must exceed
     every entry's un-trimmed length) and returns the largest length and min(vcap, the smallest
@@ -397,7 +397,7 @@ def step_block(X, Xlen, K, list_ptr, term_j, term_sgn, combo_ptr, cm_list, cm_sg
 
 @njit(cache=True, nogil=True)
 def extend(Y, Ylen, B, Krow):
-    """Entries in the per-block form of :func:`step_block` (Y, Ylen) made uniform in place:
+    """Entries in the per-block form of `step_block` (Y, Ylen) made uniform in place:
     every entry of row r canonical in exactly ``Krow[r]`` limbs (``Krow[r]`` >= the row's
     lengths, <= Y.shape[1]) by sign extension, in Y[r, :Krow[r]]; a block already ``Krow[r]``
     limbs long is not touched."""
@@ -508,5 +508,5 @@ def first_index_cols(A):
 
 @njit(cache=True, nogil=True)
 def first_index_rows(A):
-    """:func:`first_index_cols` of the rows of an int64 matrix A (n, w) (its transpose, a view)."""
+    """`first_index_cols` of the rows of an int64 matrix A (n, w) (its transpose, a view)."""
     return first_index_cols(A.T)

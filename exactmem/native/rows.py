@@ -1,6 +1,6 @@
 """Python side of the compiled kernels: conversions, step plans from integer rows, and exact register arithmetic.
 
-:func:`lincomb` computes exact linear combinations + ReLU of *registers* for the engines that keep
+`lincomb` computes exact linear combinations + ReLU of *registers* for the engines that keep
 one array of distinct values per register (``compress`` and the checker's accelerator).
 
 A register's values are one of: an int64 array (n,) whose values are below 2^62 in magnitude,
@@ -10,7 +10,7 @@ canonical in base 2^30 (``exactmem/native/limbs.py``: lower limbs in [0, 2^30), 
 Kajitsuka construction, the long bit streams of Vardi's) stay in compiled arithmetic from one
 layer to the next instead of becoming Python ints.
 
-Needs numba (callers check :func:`exactmem.native.kernels` first).
+Needs numba (callers check `exactmem.native.kernels` first).
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def ints_of(v: np.ndarray) -> List[int]:
 
 class Plan:
     """Integer rows ``Σ_j a_rj·x_j + b_r`` (then ReLU on chosen rows) for
-    :func:`~exactmem.native.limbs.step_block`: each row's terms grouped by weight magnitude, the
+    `step_block`: each row's terms grouped by weight magnitude, the
     signed sums of a group (*lists*) and the linear parts of a row (*combos*) de-duplicated
     across rows, so rows that differ only by their bias (the ``relu(x − c + 1)``,
     ``relu(x − c)`` pairs of the bit-extraction gadgets) share the work.

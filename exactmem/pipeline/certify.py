@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
+import textwrap
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -51,6 +53,7 @@ class Row:
     hypotheses: List[dict] = field(default_factory=list)  # Built.hypotheses as {name, holds, detail}
     examples: Optional[int] = None  # distinct examples the checker counted (n_examples)
     rows: Optional[int] = None  # rows of the dataset, repeats included (n_rows)
+    source: str = ""  # the theorem's source (``Theorem.source``): paper and theorem number
 
 
 CHECKERS = ("pure", "fast")
@@ -69,10 +72,10 @@ def resolve_checker(checker: str, size: str) -> str:
 
 
 def auto_checker(model, n_examples: int) -> str:
-    """The library's ``checker="auto"`` (:func:`exactmem.certify`), the CLI's rule without a
+    """The library's ``checker="auto"`` ([`exactmem.certify`][exactmem.api.certify]), the CLI's rule without a
     ``--size``: ``fast`` when every attention layer is one the fast path evaluates exactly
     (``uniform``, ``hardmax``; token-wise layers always) and there are at least
-    :data:`AUTO_FAST_MIN_EXAMPLES` examples (every ``--size small`` instance of the shipped
+    `AUTO_FAST_MIN_EXAMPLES` examples (every ``--size small`` instance of the shipped
     proof files has at most 300, every medium-only or large one at least 1,000), else ``pure``."""
     from ..certificate.fastcheck import EXACT_ATTENTION
     from ..model.layers import Attention
@@ -159,7 +162,7 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
 
     ``backend="auto"`` uses the instance's preferred engine if it names one (``Instance.engine``).
     ``checker``: ``"pure"`` (checker.py) or ``"fast"`` (fastcheck.py, same verdicts).
-    ``progress``: where the stages are shown (default: a :class:`Progress` of its own, silent
+    ``progress``: where the stages are shown (default: a `Progress` of its own, silent
     when ``quiet``). ``chunk_examples``: write a version-2 certificate in chunks of this many
     examples (default: chunks of CHUNK_EXAMPLES above AUTO_CHUNK_ABOVE examples; 0: never).
     ``client``: a Dask client; the check is then sharded over its workers (docs/scaling.md).
@@ -229,7 +232,7 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
         row = Row(theorem.name, inst.name, verdict.status, m.n_params, m.width, m.depth, m.max_bits, m.total_bits,
                   dt, path, verdict.message, claims, counts, info,
                   verdict.witness, checker, engine, times, hyps, verdict.measured.get("n_examples"),
-                  verdict.measured.get("n_rows"))
+                  verdict.measured.get("n_rows"), theorem.source)
         if own:
             prog.update(1, _done_line(row))
         return row
@@ -240,7 +243,7 @@ def certify_instance(theorem: Theorem, inst, seed: int, out_dir: str, gzip_outpu
 
 def _stream(theorem: str, instance: str, seed: int, model, ds, built, meta: dict, path: str, k: int, engine: str,
             prog: Progress, times: dict, client=None) -> str:
-    """A chunked certificate, evaluated and written batch by batch (:mod:`certificate.stream`):
+    """A chunked certificate, evaluated and written batch by batch ([`certificate.stream`][exactmem.certificate.stream]):
     batches of STREAM_BATCH examples by the exact forward pass in this process (the compiled
     engines report each layer), or, with a Dask ``client``, one batch per worker at a time
     (at most STREAM_BATCH examples, else the dataset split evenly over the workers); each
@@ -273,7 +276,7 @@ def _batches_on_workers(client, model, ds, ranges, backend: str, prog: Optional[
     """The outputs of each batch (example ranges ``ranges``) in order, each batch computed on a
     Dask worker, at most one batch per worker in flight (the model goes to each worker once).
     With ``chunk_examples``, each batch comes back as its chunk files, encoded on its worker
-    (:class:`~exactmem.certificate.stream.EncodedBatch`: the caller only writes them).
+    ([`EncodedBatch`][exactmem.certificate.stream.EncodedBatch]: the caller only writes them).
     With ``prog``, the workers report the layer they have reached (the per-worker progress of
     sharded checks, docs/scaling.md)."""
     from collections import deque
@@ -311,10 +314,10 @@ def _batches_on_workers(client, model, ds, ranges, backend: str, prog: Optional[
 
 def _outputs_of_pickled(model: bytes, blob: bytes, backend: str, on_layer=None, first: int = 0,
                         chunk_examples: int = 0, gz: bool = False):
-    """Worker task: :func:`_outputs_of` of the dataset part pickled in ``blob`` (its examples
+    """Worker task: `_outputs_of` of the dataset part pickled in ``blob`` (its examples
     from ``first`` on) through the model pickled in ``model`` (unpickled by each task: nothing
     of it stays on the worker); with ``chunk_examples``, the part's chunk files encoded
-    (:func:`~exactmem.certificate.stream.batch_chunks`, in parallel on the workers)."""
+    ([`batch_chunks`][exactmem.certificate.stream.batch_chunks], in parallel on the workers)."""
     from ..certificate.stream import EncodedBatch, batch_chunks
 
     net, part = pickle.loads(model), pickle.loads(blob)
@@ -345,7 +348,7 @@ def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: 
 
     ``checker``: ``pure``, ``fast`` or ``auto`` (pure for ``size="small"``, fast otherwise).
     Progress (instances done, rate, ETA, the running stage) goes to stderr: a bar on a
-    terminal, plain lines otherwise, nothing when ``quiet`` (:mod:`exactmem.progress`).
+    terminal, plain lines otherwise, nothing when ``quiet`` (`exactmem.progress`).
     """
     checker = resolve_checker(checker, size)
     theorems = load_proof_file(path)
@@ -367,7 +370,7 @@ def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: 
             except Exception as e:  # noqa: BLE001 — a broken instance is a row, the run goes on
                 if debug:
                     raise
-                row = error_row(t.name, inst.name, e)
+                row = error_row(t.name, inst.name, e, source=t.source)
             rows.append(row)
             prog.update(1, _done_line(row))
             if on_row:
@@ -377,14 +380,48 @@ def certify_file(path: str, out_dir: str = "certificates", seed: int = 0, size: 
     return rows
 
 
-def error_row(theorem: str, instance: str, e: BaseException) -> Row:
+def error_row(theorem: str, instance: str, e: BaseException, source: str = "") -> Row:
     """The row of an instance that could not be built or certified: verdict ``ERROR``, the
     exception's type and message (one line)."""
     what = one_line(e) or "(no message)"
     prefix = f"{theorem} [{instance}]: "
     if what.startswith(prefix):
         what = what[len(prefix):]
-    return Row(theorem, instance, "ERROR", 0, 0, 0, 0, 0, 0.0, "", f"{type(e).__name__}: {what}"[:500])
+    return Row(theorem, instance, "ERROR", 0, 0, 0, 0, 0, 0.0, "", f"{type(e).__name__}: {what}"[:500], source=source)
+
+
+_AUTHORS = re.compile(r"^([A-Z][^\s,(&]*(?:, [A-Z][^\s,(&]*)*(?: & [A-Z][^\s,(&]*)?)[ ,(]")
+_NUMBER = r"(?:[A-Z]\.)?\d+(?:\.\d+)?"
+_RESULT = re.compile(rf"\b(Theorem|Thm|Corollary|Lemma|Proposition|Remark)\s+({_NUMBER}(?:\s*/\s*{_NUMBER})?)"
+                     r"|\b(App)\.\s+([A-Z])\b")
+_SHORT = {"Theorem": "Thm", "Corollary": "Cor.", "Proposition": "Prop.", "App": "App."}
+
+
+def paper_reference(source: str, authors: bool = True) -> str:
+    """The paper's result a theorem's ``source`` names first, shortened for the summary:
+    ``Kajitsuka & Sato, Thm F.1``, ``Dana et al., Cor. 1``, ``Kajitsuka & Sato, Lemma C.1``;
+    ``""`` when the source names no numbered result (``authors=False``: the result alone)."""
+    m = _RESULT.search(source or "")
+    if not m:
+        return ""
+    kind, number = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    ref = _SHORT.get(kind, kind) + " " + re.sub(r"\s*/\s*", " / ", number)
+    a = _AUTHORS.match(source) if authors else None
+    if a:
+        names = re.split(r", | & ", a.group(1))
+        who = a.group(1) if len(names) <= 2 else f"{names[0]} et al."
+        ref = f"{who}, {ref}"
+    return ref
+
+
+def _theorem_line(r: Row) -> str:
+    """The theorem's name, and the paper's result it checks when that fits 80 columns."""
+    for authors in (True, False):
+        ref = paper_reference(r.source, authors)
+        line = f"{r.theorem}  ({ref})" if ref else r.theorem
+        if len(line) <= SUMMARY_COLUMNS:
+            return line
+    return r.theorem
 
 
 def _claims_cell(r: Row) -> str:
@@ -466,15 +503,17 @@ def format_table(rows: List[Row]) -> str:
 
 
 SUMMARY_HEAD = ("theorem / instance", "verdict", "N", "claims", "params", "depth", "bits", "time")
+SUMMARY_COLUMNS = 80  # every line of the summary fits a terminal of this width
 
 
 def format_summary(rows: List[Row]) -> str:
     """The ``certify`` summary for a terminal: one block per theorem (its name on a line of its
-    own), one row per instance — verdict, N (distinct examples, "11 of 12" when rows repeat),
-    claims holding, parameters, depth, max bits per weight, time — within 80 columns for the
-    shipped proof files. What does not fit a cell (a failing claim, hypotheses outside the
-    theorem, an ERROR's message) goes on an indented line under its row. The full table:
-    :func:`format_table` (``certify --markdown``); everything: ``--json``."""
+    own, with the paper's result it checks: `paper_reference`), one row per instance — verdict, N (distinct examples, "11 of 12" when rows repeat),
+    claims holding, parameters, depth, max bits per weight, time — every line within
+    ``SUMMARY_COLUMNS`` (80): an instance name too long for its column goes on a line of its own,
+    its cells on the next. What does not fit a cell (a failing claim, hypotheses outside the
+    theorem, an ERROR's message) goes on indented lines under its row, wrapped at 80. The full table:
+    [`format_table`][exactmem.pipeline.certify.format_table] (``certify --markdown``); everything: ``--json``."""
     def cells(r: Row) -> List[str]:
         if r.verdict == "ERROR":
             return [r.instance, "ERROR"] + ["-"] * 6
@@ -498,6 +537,10 @@ def format_summary(rows: List[Row]) -> str:
     body = [cells(r) for r in rows]
     widths = [max(len(h) - 2 * (i == 0), *(len(b[i]) for b in body)) if body else len(h)
               for i, h in enumerate(SUMMARY_HEAD)]
+    # the instance column takes what the other columns leave of SUMMARY_COLUMNS (2 for the indent,
+    # 2 between columns); a longer name gets a line of its own
+    rest = sum(widths[1:]) + 2 * len(widths)
+    widths[0] = min(widths[0], max(8, SUMMARY_COLUMNS - rest))
     right = {2, 4, 5, 6, 7}  # numbers are right-aligned
 
     def line(cs: List[str]) -> str:
@@ -505,10 +548,34 @@ def format_summary(rows: List[Row]) -> str:
                                 for i, (c, w) in enumerate(zip(cs, widths))).rstrip()
 
     head = line([""] + list(SUMMARY_HEAD[1:]))  # the first column's head spans the rows' indent too
-    out: List[str] = [SUMMARY_HEAD[0].ljust(widths[0] + 2) + head[2 + widths[0]:]]
+    if len(SUMMARY_HEAD[0]) <= widths[0] + 2:
+        out: List[str] = [SUMMARY_HEAD[0].ljust(widths[0] + 2) + head[2 + widths[0]:]]
+    else:  # wide cells leave the instance column narrower than its title: the title goes above
+        out = [SUMMARY_HEAD[0], head]
     for k, (r, b) in enumerate(zip(rows, body)):
         if k == 0 or rows[k - 1].theorem != r.theorem:
-            out.append(r.theorem)
+            out.append(_theorem_line(r))
+        if len(b[0]) > widths[0]:
+            out.append(f"  {b[0]}")
+            b = [""] + b[1:]
         out.append(line(b))
-        out += [f"      {n}" for n in notes(r)]
+        for n in notes(r):
+            out += textwrap.wrap(n, SUMMARY_COLUMNS, initial_indent=" " * 6, subsequent_indent=" " * 8,
+                                 break_long_words=False, break_on_hyphens=False) or [""]
+    differ = [r for r in rows if _named_size_differs(r)]
+    if differ:
+        r = differ[0]
+        note = (f"note: N counts the distinct examples the checker found; an instance name's N<k> is the "
+                f"size asked of the construction, which certifies a different number of examples in "
+                f"{plural(len(differ), 'row')} here (e.g. {r.theorem} [{r.instance}]: {r.examples}). "
+                f"See docs/cli.md.")
+        out += textwrap.wrap(note, SUMMARY_COLUMNS, subsequent_indent=" " * 6, break_long_words=False,
+                             break_on_hyphens=False)
     return "\n".join(out)
+
+
+def _named_size_differs(r: Row) -> bool:
+    """Whether the instance name's ``N<k>`` (the size asked for) is neither the number of distinct
+    examples the checker counted nor the dataset's rows (``N8-M3-d2-C3-empty``: 9 for ϕ̃ alone)."""
+    m = re.match(r"N(\d+)(?:-|$)", r.instance)
+    return bool(m) and r.examples is not None and int(m.group(1)) not in (r.examples, r.rows)

@@ -2,7 +2,7 @@
 
 A path imports that Python file; a bare name (``kajitsuka``, no such file in the working
 directory) imports the packaged module ``exactmem.proofs.kajitsuka`` (``docs/proof-files.md``).
-The types a proof file declares are :mod:`exactmem.proof` and :mod:`exactmem.bounds.protocol`;
+The types a proof file declares are `exactmem.proof` and `exactmem.bounds.protocol`;
 this module sits above the packaged proof files, which it imports by name.
 """
 
@@ -22,7 +22,7 @@ from ..proof import ProofFileError, Theorem
 
 def packaged_name(path: str) -> Optional[str]:
     """``path`` if it is a bare name (no directory, no ``.py``) of a module of the package
-    :mod:`exactmem.proofs` and no file of that name exists; else None."""
+    `exactmem.proofs` and no file of that name exists; else None."""
     if os.path.exists(path) or not re.fullmatch(r"[A-Za-z]\w*", path):
         return None
     from .. import proofs
@@ -33,7 +33,7 @@ def packaged_name(path: str) -> Optional[str]:
 def import_file(path: str, prefix: str, error: type = ProofFileError, what: str = "proof file"):
     """Import the Python file at ``path`` as a module; failures raise ``error`` with a clear message.
 
-    A bare name of a packaged proof (``kajitsuka``, see :func:`packaged_name`) imports
+    A bare name of a packaged proof (``kajitsuka``, see `packaged_name`) imports
     ``exactmem.proofs.<name>`` instead."""
     name = packaged_name(path)
     if name is not None:
@@ -117,7 +117,7 @@ def run_bounds_file(path: str, size: str = "small", only: Optional[str] = None,
                     certificate_dir: Optional[str] = None,
                     builders: Optional[Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]]] = None,
                     bounds: Optional[List[BoundTheorem]] = None) -> List[BoundRow]:
-    """:func:`exactmem.bounds.protocol.run_bound_theorems` on the ``LOWER_BOUNDS`` of ``path``."""
+    """[`exactmem.bounds.protocol.run_bound_theorems`][exactmem.bounds.run_bound_theorems] on the ``LOWER_BOUNDS`` of ``path``."""
     # bounds: the LOWER_BOUNDS already loaded from path (LowerBoundFile), not imported again
     if size not in BOUND_SIZES:
         raise BoundsFileError(f"unknown size {size!r}; use one of {BOUND_SIZES}")

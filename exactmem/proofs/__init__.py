@@ -1,10 +1,10 @@
 """The proof files that ship with exactmem: one module per paper (``docs/proof-files.md``).
 
-Each module defines ``THEOREMS`` (a list of :class:`exactmem.proof.Theorem`: statements,
+Each module defines ``THEOREMS`` (a list of `exactmem.proof.Theorem`: statements,
 default instances, ``build`` functions and the claims computed from the paper's formulas) —
-or, for :mod:`exactmem.proofs.lower_bounds`, ``LOWER_BOUNDS``. They are the single source of
+or, for `exactmem.proofs.lower_bounds`, ``LOWER_BOUNDS``. They are the single source of
 each theorem's claims: the library (``em.kajitsuka.next_token(...).claims`` etc., through
-:func:`exactmem.api.proof_module`) and ``python -m exactmem certify`` read the same module, in
+[`exactmem.api.proof_module`][exactmem.api.proof_module]) and ``python -m exactmem certify`` read the same module, in
 a checkout and in an installed wheel alike.
 
 The checkout's ``proofs/<name>.py`` files are thin re-exports of these modules, so the

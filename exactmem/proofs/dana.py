@@ -116,7 +116,7 @@ def _require(rep) -> dict:
 def build_proposition1(params, seed):
     """The realisable T = d + H d_h distributions, memorized exactly (softmax2 network, exact
     readout: logits = W E(t) = k_t, so the AoT with W_U scaled by ln 2 outputs π(·|t) exactly);
-    the obstruction for T + 1 is checked in :func:`DB.prop1_report`."""
+    the obstruction for T + 1 is checked in `DB.prop1_report`."""
     N, S, d, dh, H = (params[k] for k in ("N", "S", "d", "dh", "H"))
     rep, fam = DB.prop1_report(N, S, d, dh, H, seed)
     info = _require(rep)

@@ -1,13 +1,13 @@
 """Kajitsuka & Sato (ICLR 2025): the main job, ``python -m exactmem certify proofs/kajitsuka.py``.
 
 * ``kajitsuka.next_token``, ``kajitsuka.next_token_hardmax``, ``kajitsuka.seq2seq`` — Theorem 4.1 / B.1
-  and Corollary 4.1 in the compact construction (:mod:`exactmem.proofs._kajitsuka_core`, which
+  and Corollary 4.1 in the compact construction (`exactmem.proofs._kajitsuka_core`, which
   also holds their claims): every instance of every size.
 * ``kajitsuka.limited_bits``, ``kajitsuka.embedding`` — Theorems F.1 and E.1
-  (:mod:`exactmem.proofs.kajitsuka_variants`, ``docs/kajitsuka-variants.md``), and
+  (`exactmem.proofs.kajitsuka_variants`, ``docs/kajitsuka-variants.md``), and
   ``kajitsuka.deep_sets``, ``kajitsuka.deep_sets_phi`` — Theorem D.1, deep sets
-  (:mod:`exactmem.proofs.kajitsuka_deep_sets`, ``docs/deep-sets.md``): with ``--size small``
-  only the instances named in :data:`MAIN_JOB` (the smallest, the edge cases and the ones the
+  (`exactmem.proofs.kajitsuka_deep_sets`, ``docs/deep-sets.md``): with ``--size small``
+  only the instances named in `MAIN_JOB` (the smallest, the edge cases and the ones the
   adversarial campaign mutates); their other small instances run here with ``--size medium``
   and, all of them, with ``--size small`` of their own proof files.
 
@@ -15,7 +15,7 @@ The same theorems in the paper's blocks of eq. (4) with our residual conversion 
 B.1's plain FFN (``kajitsuka.paper_blocks``, ``kajitsuka.paper_blocks_seq2seq``, width 20:
 hundreds of blocks, ~20 s for their small
 instances) are not listed here: ``python -m exactmem certify proofs/kajitsuka_paper.py``
-(:mod:`exactmem.proofs.kajitsuka_paper`, ``docs/kajitsuka-paper.md``). So ``--size small`` of
+(`exactmem.proofs.kajitsuka_paper`, ``docs/kajitsuka-paper.md``). So ``--size small`` of
 this file stays a main job of a few seconds.
 """
 

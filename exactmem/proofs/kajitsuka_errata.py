@@ -17,7 +17,7 @@ their last tokens agree, so their context ids s₃ coincide and no F₂ can outp
 The network is built anyway (first label kept); the independent checker refutes example 1.
 
 The statement of Lemma B.2 (some f: S → [⌈4N²|S|√π⌉] with (4MN²|S|√π, √|S|)-separated sums)
-holds on the same restricted multisets: :func:`b2_witness` finds one by exact search
+holds on the same restricted multisets: `b2_witness` finds one by exact search
 (``kajitsuka.lemma_b2_witness``), and the network built with it is certified.
 """
 

@@ -18,7 +18,7 @@ Claims (all computed; the checker re-measures the model):
   feed-forward layer per block);
 * ``attention_layers <=`` Σ ((110) − 1) over the two Lemma C.1 stages (measured N, C, R) and
   ``<=`` 2·(110)(N, C, R) − 1 with Thm B.1's R (eq. (41)), (110) with the natural numbers its
-  lemmas require (:func:`exactmem.constructions.vardi.memorizer.eq110_integer`: Lemma G.3's m =
+  lemmas require (`exactmem.constructions.vardi.memorizer.eq110_integer`: Lemma G.3's m =
   ⌈√(N log₂ N)⌉ groups, Lemma G.6's n = ⌈√(N/log₂ N)⌉ slots, ⌈log₂ R⌉- and ⌈log₂ C⌉-bit
   blocks). The real-valued printed form is not an exact count at small N (its witness:
   ``proofs/kajitsuka_paper_errata.py``);
@@ -48,7 +48,7 @@ RESIDUAL_WIDTH = 28
 
 def stage_depth_110(b: kp.PaperBuild):
     """Σ over the Lemma C.1 stages (ϕ̃ of Lemma B.3, then F₂) of eq. (110) with the natural numbers
-    its lemmas require (:func:`exactmem.constructions.vardi.memorizer.eq110_integer`: Lemma G.3's m =
+    its lemmas require (`exactmem.constructions.vardi.memorizer.eq110_integer`: Lemma G.3's m =
     ⌈√(N log₂ N)⌉ groups, Lemma G.6's n = ⌈√(N/log₂ N)⌉ slots of ⌈log₂ R⌉-bit keys and
     ⌈log₂ C⌉-bit labels), each stage with its measured N, C, R; the totals of eq. (61) then give
     ``Σ − 1`` layers (ReLU + attention), and the blocks are ``Σ − 2`` (F₁ without ϕ̃: one
@@ -63,7 +63,7 @@ def stage_depth_110(b: kp.PaperBuild):
 
 def theorem_depth_41(info):
     """Eq. (41) as Thm B.1's proof obtains it, eq. (61): both Lemma C.1 stacks bounded by (110) with
-    Thm B.1's R (≥ R₁, C₁, R₂) and the lemmas' integers (:func:`vardi.eq110_integer`), so layers ≤
+    Thm B.1's R (≥ R₁, C₁, R₂) and the lemmas' integers (`vardi.eq110_integer`), so layers ≤
     2·(110)(N, C, R) − 1; seq-to-seq: nN for N (note §4.9). None when nN < 2."""
     Nn = info["N"] * info["n"] if info["setting"] == "seq2seq" else info["N"]
     if Nn < 2:

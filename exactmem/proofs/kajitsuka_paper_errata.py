@@ -8,7 +8,7 @@ Lemma C.1's proof applies Lemma G.3 ("Let m ∈ ℕ") with m = √(N log N) grou
 ("Let ρ, n, c ∈ ℕ") with n = √(N/log N) slots of log R- and log C-bit blocks (eqs. (99)–(100));
 eqs. (99)–(110) leave the rounding implicit, as an estimate under ≲ does. Any network rounds
 them up: m = ⌈√(N log₂ N)⌉, n = ⌈√(N/log₂ N)⌉, ⌈log₂ R⌉, ⌈log₂ C⌉. With those integers (110)
-is :func:`exactmem.constructions.vardi.memorizer.eq110_integer`, the bound ``kajitsuka.paper_blocks``
+is `exactmem.constructions.vardi.memorizer.eq110_integer`, the bound ``kajitsuka.paper_blocks``
 claims; the real-valued form drops the ceilings, and at N = 18 (n = 3 against
 √(18/log₂ 18) ≈ 2.08) G.6's depth 3n·max{ρ, c} + 2n + 2 alone exceeds the real Stage III term.
 

@@ -4,7 +4,7 @@ Theorem F.1 is limited bit complexity, Theorem E.1 the embedding layer
 (``docs/kajitsuka-variants.md``).
 
 Every claim is computed from the instance and compared by the independent checker (log base 2;
-irrational quantities enclosed by :mod:`exactmem.arith.enclosure`, an upper bound used through
+irrational quantities enclosed by [`exactmem.arith.enclosure`][exactmem.arith.enclosure], an upper bound used through
 ⌊lower end⌋).
 
 Theorem F.1 (``kajitsuka.limited_bits``), B ∈ [√N], R := 400·√(3d)·n³·r·N⁵·δ⁻¹·π:

@@ -8,7 +8,7 @@ Every claim is computed exactly from the instance (see ``docs/vardi.md``):
 * ``width <= 12`` (Lemma C.1) / ``width <= 13`` (Lemma F.1);
 * ``relu_depth == `` this implementation's exact depth (from its rounding choices);
 * ``depth <= (110) − 1``: Kajitsuka & Sato eq. (110) with log₂ and the natural numbers its
-  lemmas require (:func:`exactmem.constructions.vardi.memorizer.eq110_integer`: Lemma G.3's
+  lemmas require (`exactmem.constructions.vardi.memorizer.eq110_integer`: Lemma G.3's
   m = ⌈√(N log₂ N)⌉ groups, Lemma G.6's n = ⌈√(N/log₂ N)⌉ slots, ⌈log₂ R⌉- and ⌈log₂ C⌉-bit
   blocks), an exact integer; the paper counts affine layers (Lemma C.2's σ(wᵀx + b) has
   "depth 2"), i.e. ReLU layers + 1, hence the − 1;

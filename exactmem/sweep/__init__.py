@@ -7,8 +7,8 @@ seed, task). Tasks:
 
 ``quant-float`` / ``quant-fixed`` — **weight quantization**. Every stored weight is rounded
 (to nearest, ties to even) to ``b`` significant bits (floating-style, unbounded exponent,
-:func:`exactmem.arith.numbers.round_to_bits`) or to ``b`` fractional bits (fixed point: a multiple
-of 2^-b). The quantized network is evaluated *exactly* (:func:`exactmem.model.forward`;
+`exactmem.arith.numbers.round_to_bits`) or to ``b`` fractional bits (fixed point: a multiple
+of 2^-b). The quantized network is evaluated *exactly* (`exactmem.model.forward`;
 balls, decided rigorously, for softmax) and every example is judged by two criteria:
 
 * ``exact``: the construction's own criterion — output equal to the label (identity
@@ -31,23 +31,23 @@ nearest, ties to even) in that format: the named IEEE-style formats bfloat16, fl
 float32, float64 (bounded exponent range: overflow gives ±inf, gradual underflow to
 subnormals, NaN propagates) and, with ``arith_min``, the smallest mantissa width ``b`` with
 an unbounded exponent at which every example still comes out right. The order of operations
-is fixed (see :data:`OPERATION_ORDER`); the reference engine is MPFR (gmpy2 contexts with
+is fixed (see `OPERATION_ORDER`); the reference engine is MPFR (gmpy2 contexts with
 the format's precision, exponent range and subnormals; ``exp`` correctly rounded), a NumPy
 engine computes the same numbers for softmax-free models and is tested against it.
 
 Results go to ``OUT/points.jsonl`` (one line per finished point; a re-run skips points
 already there, so an interrupted sweep resumes and gives identical results) and
 ``OUT/sweep.json`` (all points, with seeds and versions), plus the CSV, Markdown and LaTeX
-tables of :mod:`exactmem.sweep.tables`. ``workers > 1`` runs points in separate processes.
+tables of `exactmem.sweep.tables`. ``workers > 1`` runs points in separate processes.
 
-The package, by idea: :mod:`~exactmem.sweep.formats` (float formats, :class:`SweepError`),
-:mod:`~exactmem.sweep.quantize` (rounding weights to b bits), :mod:`~exactmem.sweep.judge`
-(the criteria, exact evaluation, the minimal-b search), :mod:`~exactmem.sweep.arith`
-(floating-point evaluation), :mod:`~exactmem.sweep.spec` (:class:`SweepSpec`, ``--param``,
-the grid of points), :mod:`~exactmem.sweep.point` (running one point),
-:mod:`~exactmem.sweep.results` (the files on disk), :mod:`~exactmem.sweep.tables` (the
-tables) and :mod:`~exactmem.sweep.runner` (the driver and its worker pool).
-:mod:`exactmem.sweep.report` reads the results; nothing here imports it.
+The package, by idea: `formats` (float formats, `SweepError`),
+`quantize` (rounding weights to b bits), `judge`
+(the criteria, exact evaluation, the minimal-b search), `arith`
+(floating-point evaluation), `spec` (`SweepSpec`, ``--param``,
+the grid of points), `point` (running one point),
+`results` (the files on disk), `tables` (the
+tables) and `runner` (the driver and its worker pool).
+`exactmem.sweep.report` reads the results; nothing here imports it.
 """
 
 from .arith import FloatResult, evaluate_format, float_forward, make_arith

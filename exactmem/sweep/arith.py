@@ -1,6 +1,6 @@
 """Floating-point evaluation (the ``arith`` precision model): a network with every operation rounded in a format.
 
-Operations are rounded in the order of :data:`~exactmem.sweep.formats.OPERATION_ORDER`.
+Operations are rounded in the order of `OPERATION_ORDER`.
 
 Two engines compute the same numbers: MPFR (gmpy2, the reference; needed for softmax) and
 NumPy (named formats, softmax-free models). Floats live only here, to simulate a format;
@@ -413,7 +413,7 @@ def _attention_group(ar, layer, Z, getm):
 
 
 def float_forward(model, inputs, fmt, engine: str = "auto") -> FloatResult:
-    """Evaluate ``model`` with every operation rounded in ``fmt`` (see :data:`OPERATION_ORDER`)."""
+    """Evaluate ``model`` with every operation rounded in ``fmt`` (see `OPERATION_ORDER`)."""
     from ..model.layers import Affine, Attention, Embed, FeedForward
 
     fmt = get_format(fmt) if isinstance(fmt, str) else fmt

@@ -1,8 +1,8 @@
 """Floating-point formats of the ``arith`` precision model and the sweep's error type.
 
-:class:`FloatFormat` (significand bits, MPFR exponent range), the named IEEE-style formats
-(:data:`FORMATS`: bfloat16, float16, float32, float64), ``mpfrB`` mantissa formats with an
-unbounded exponent, and :data:`OPERATION_ORDER`, the fixed order in which a network's
+`FloatFormat` (significand bits, MPFR exponent range), the named IEEE-style formats
+(`FORMATS`: bfloat16, float16, float32, float64), ``mpfrB`` mantissa formats with an
+unbounded exponent, and `OPERATION_ORDER`, the fixed order in which a network's
 operations are rounded (``docs/precision.md``).
 """
 

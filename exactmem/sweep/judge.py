@@ -1,8 +1,8 @@
 """Judging outputs and the minimal-``b`` search.
 
-:class:`Judge` decides the ``exact`` and ``nearest`` criteria per example (outputs may be
-Fractions, ``None`` for non-finite floats, or python-flint balls); :func:`evaluate_exact`
-evaluates a (quantized) model exactly and tallies them; :func:`search_minimal` bisects for
+`Judge` decides the ``exact`` and ``nearest`` criteria per example (outputs may be
+Fractions, ``None`` for non-finite floats, or python-flint balls); `evaluate_exact`
+evaluates a (quantized) model exactly and tallies them; `search_minimal` bisects for
 the smallest working ``b`` and checks the monotonicity it assumes.
 """
 

@@ -56,7 +56,7 @@ def _weights(obj) -> Iterable[Fraction]:
 
 
 def quantize_model(model, mode: str, b: int):
-    """The model with every weight rounded (see :func:`quantize_value`); structure unchanged."""
+    """The model with every weight rounded (see `quantize_value`); structure unchanged."""
     cache: Dict[Fraction, Fraction] = {}
 
     def f(x):

@@ -1,11 +1,11 @@
-"""Reports of bit-precision sweeps (:mod:`exactmem.sweep`): findings, plots and the report page.
+"""Reports of bit-precision sweeps (`exactmem.sweep`): findings, plots and the report page.
 
-The report reads what a sweep wrote; it never runs one. The tables (:func:`write_tables`,
-:func:`rows`, ...) and the loading of sweep documents (:func:`load_sweep`, :func:`merge`)
-belong to the sweep package (:mod:`exactmem.sweep.tables`, :mod:`exactmem.sweep.results`)
+The report reads what a sweep wrote; it never runs one. The tables (`write_tables`,
+`rows`, ...) and the loading of sweep documents (`load_sweep`, `merge`)
+belong to the sweep package (`exactmem.sweep.tables`, `exactmem.sweep.results`)
 and are re-exported here.
 
-* :func:`write_report` — one Markdown page (``docs/precision.md``) with the method, a
+* `write_report` — one Markdown page (``docs/precision.md``) with the method, a
   section per theorem (table, findings, PNG plots under ``img_dir``), the commands that made
   the sweeps and the versions. Plots need matplotlib (the ``plot`` extra), imported only
   when a plot is drawn.

@@ -1,7 +1,7 @@
 """Sweep results on disk, and reading, merging and one-line summaries of them.
 
 The files: ``points.jsonl`` (one record per finished point, append-only, so a sweep resumes),
-``sweep.json`` (the :func:`sweep_document`) and ``commands.txt``. Also reading and merging sweep
+``sweep.json`` (the `sweep_document`) and ``commands.txt``. Also reading and merging sweep
 documents, and one-line summaries of records.
 """
 

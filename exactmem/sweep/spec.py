@@ -1,6 +1,6 @@
-"""What a sweep runs: :class:`SweepSpec`, ``--param`` value parsing, and :func:`plan`.
+"""What a sweep runs: `SweepSpec`, ``--param`` value parsing, and `plan`.
 
-:func:`plan` validates a spec against its proof file and expands it into points (each with a stable
+`plan` validates a spec against its proof file and expands it into points (each with a stable
 key).
 """
 

@@ -2,30 +2,30 @@
 
 Run by ``python -m exactmem sweep MODEL.onnx --data DATA.npz`` or ``em.sweep_bits``.
 
-The network is the one :func:`exactmem.verify.verify` certifies (docs/verify.md): the real-number
+The network is the one [`exactmem.verify.verify`][exactmem.verify.verify] certifies (docs/verify.md): the real-number
 function of the lowered ONNX graph with its stored float weights taken exactly. At a bit-width
 ``b`` every **weight** — an entry of a float initializer of the ONNX graph — is replaced by the
-rational ``round_to_bits(w, b)`` (:func:`exactmem.arith.numbers.round_to_bits`: ``b`` significant
+rational ``round_to_bits(w, b)`` (`exactmem.arith.numbers.round_to_bits`: ``b`` significant
 bits, unbounded exponent, to nearest, ties to even; integer arithmetic on the exact rational,
 the same rounding as the proof sweep's ``quant-float``). The rounded value of a float32 weight
 with ``b <= 24`` is again a float32 (fewer significand bits, an exponent in range), so the
 rounded network is again an ONNX model whose initializers hold exactly the rounded rationals
-(:func:`encode_bits`, integer-only; a value the format cannot hold is an error, never a
+(`encode_bits`, integer-only; a value the format cannot hold is an error, never a
 silent rounding). Not rounded: integer initializers (indices, shapes), float ``Constant``
-nodes, and two kinds of structural float initializers (:func:`structural`): one-element
+nodes, and two kinds of structural float initializers (`structural`): one-element
 tensors (GELU-tanh's 0.044715 and √(2/π), 0.5, the attention scale, Pow's exponent 3) and
 additive masks (entries 0 and one negative constant, e.g. the causal mask's float32 minimum).
 
-Every example is then re-judged by the same rigorous evaluator (:func:`~exactmem.verify.run.verify`
+Every example is then re-judged by the same rigorous evaluator (`verify`
 on the rounded model). The headline: the **certified minimal b** — the smallest ``b`` at which
 every example certified at full precision is still certified, found by bisection between the
 evaluated ``b`` (monotonicity in ``b`` is not a theorem: neighbours of the result are evaluated
 and every contradiction is listed as a violation, as the proof sweep does). The rounded networks
 at ``b*`` and ``b* − 1`` are written as certificates; the kernel
-(:func:`exactmem.kernel.checker.check_certificate`) re-derives both (``CERTIFIED``: the
+([`exactmem.kernel.checker.check_certificate`][exactmem.kernel.checker.check_certificate]) re-derives both (``CERTIFIED``: the
 counts are what they say), and a third certificate at ``b* − 1`` that claims every
 full-precision example still memorized must be ``REFUTED`` — the proof that ``b* − 1`` bits
-lose an example. Tables and the plot: :mod:`exactmem.verify.bits_report`.
+lose an example. Tables and the plot: [`exactmem.verify.bits_report`][exactmem.verify.bits_report].
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def _raw(tensor) -> Tuple[np.ndarray, str]:
 
 def weight_initializers(model) -> Tuple[List[str], Dict[str, str]]:
     """The names of the float initializers that are weights, and the others with the reason
-    they are kept exact (:func:`structural`)."""
+    they are kept exact (`structural`)."""
     weights, kept = [], {}
     for t in model.graph.initializer:
         if t.data_type not in _ONNX_FLOATS:
@@ -144,7 +144,7 @@ def weight_initializers(model) -> Tuple[List[str], Dict[str, str]]:
 
 def round_model(model, b: int, names: Optional[Iterable[str]] = None):
     """A copy of the ONNX ``model`` whose weight initializers (``names``; default
-    :func:`weight_initializers`) hold their values rounded to ``b`` significant bits, exactly;
+    `weight_initializers`) hold their values rounded to ``b`` significant bits, exactly;
     and the number of weight entries that changed."""
     import onnx
     from onnx import helper
@@ -174,7 +174,7 @@ def round_model(model, b: int, names: Optional[Iterable[str]] = None):
 def weight_stats(model, names: Iterable[str]) -> Dict[str, int]:
     """Entries, largest significand width and exponent-field bits of the weights: stored
     float-style bits per weight are 1 + b + E, E = 1 + LEN(max |e|) over the nonzero weights'
-    binary exponents e = ⌊log₂|w|⌋ (the convention of :func:`exactmem.sweep.quantize.storage_bits`)."""
+    binary exponents e = ⌊log₂|w|⌋ (the convention of `exactmem.sweep.quantize.storage_bits`)."""
     names = set(names)
     n, sig, emax = 0, 0, 0
     for t in model.graph.initializer:
@@ -280,7 +280,7 @@ class BitsResult:
 
 def _distinct_status(ex: Examples, verdicts: Sequence[str]) -> Dict[int, str]:
     """Per distinct input (keyed by its first row): pass if some row of it passes, else fail if
-    one fails, else unknown — the counting of :func:`exactmem.verify.run.verify`."""
+    one fails, else unknown — the counting of `exactmem.verify.run.verify`."""
     first: Dict[bytes, int] = {}
     status: Dict[int, str] = {}
     for i in range(ex.N):
@@ -502,9 +502,9 @@ def sweep_bits(model, inputs=None, labels=None, *, bits: Sequence[int] = DEFAULT
     ``neighbours`` widths on each side. ``out``: directory for the certificates at ``b*`` and
     ``b* − 1`` (checked by the kernel when ``check``), ``bits.json``, ``bits.md`` and
     ``bits.png`` (when ``plot`` and matplotlib is installed). ``weights``: names of the
-    initializers to round (default: :func:`weight_initializers`). ``write(result, out, plot)``
+    initializers to round (default: `weight_initializers`). ``write(result, out, plot)``
     writes the tables and plot into ``out`` at the end (``exactmem.verify.bits_report.sweep_bits``
-    passes it; this module does not import the report). Raises :class:`VerifyInputError` (one
+    passes it; this module does not import the report). Raises `VerifyInputError` (one
     line) on bad input."""
     t0 = time.perf_counter()
     req = _bits_list(bits)

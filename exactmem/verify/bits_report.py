@@ -1,4 +1,4 @@
-"""Tables, the plot and the command line of the bit-width sweep of a trained network (:mod:`exactmem.verify.bits`).
+"""Tables, the plot and the command line of the bit-width sweep of a trained network (`exactmem.verify.bits`).
 
 The command is ``python -m exactmem sweep MODEL.onnx --data DATA.npz``.
 
@@ -70,7 +70,7 @@ def headline(res: BitsResult) -> List[str]:
 
 def construction_rows(sweep_doc: Dict[str, Any]) -> List[Dict[str, Any]]:
     """The ``quant-float`` points of a proof sweep document (``exactmem.sweep.load_sweep``) as
-    rows for :func:`side_by_side`: N, parameters, max bits, b*, stored bits/weight, the formula."""
+    rows for [`side_by_side`][exactmem.verify.bits_report.side_by_side]: N, parameters, max bits, b*, stored bits/weight, the formula."""
     from ..sweep.tables import formula_bound
 
     rows = []
@@ -219,6 +219,6 @@ def _write_all(res: BitsResult, out: str, plot: bool) -> None:
 
 
 def sweep_bits(*args, **kwargs) -> BitsResult:
-    """``em.sweep_bits``: :func:`exactmem.verify.bits.sweep_bits`, writing ``bits.md``,
+    """``em.sweep_bits``: `exactmem.verify.bits.sweep_bits`, writing ``bits.md``,
     ``bits.png`` and ``bits.json`` into ``out`` when one is given."""
     return _bits.sweep_bits(*args, write=_write_all, **kwargs)

@@ -104,7 +104,7 @@ def examples(inputs, labels, position: str = "last") -> Examples:
 
 def given_examples(inputs, labels, data: Optional[str], position: str = "last") -> Examples:
     """The examples of ``inputs``/``labels``, or of the ``.npz`` at ``data`` when given; one
-    line (:class:`VerifyInputError`) when neither is complete."""
+    line (`VerifyInputError`) when neither is complete."""
     if data is not None:
         inputs, labels = load_npz(data)
     if inputs is None or labels is None:

@@ -1,7 +1,7 @@
 """Binary floats as the exact rationals they denote, decoded from their bit patterns.
 
-Every finite binary float is a dyadic rational ``m·2^e``. :func:`exact_array` turns a float16,
-bfloat16, float32 or float64 array into a NumPy object array of :class:`fractions.Fraction`
+Every finite binary float is a dyadic rational ``m·2^e``. `exact_array` turns a float16,
+bfloat16, float32 or float64 array into a NumPy object array of `fractions.Fraction`
 holding exactly those values: the sign, exponent and mantissa fields are read from the raw
 bits (integer arithmetic only, no float operation, no decimal detour). NaN and ±inf have no
 rational value and are refused with their position.

@@ -1,9 +1,9 @@
 """The op table of ``docs/verify-format.md``, once, over NumPy object arrays.
 
 Each table op is one small function ``op(K, inputs, attrs) -> list of arrays``. The element
-type is whatever the *backend* ``K`` computes with: :class:`ExactBackend` (Fractions; the
+type is whatever the *backend* ``K`` computes with: `ExactBackend` (Fractions; the
 importer folds constant sub-graphs with it and refuses irrational steps) or the ball backend
-of :mod:`exactmem.verify.evaluate` (python-flint ``arb``). Structural ops (Reshape, Transpose,
+of `exactmem.verify.evaluate` (python-flint ``arb``). Structural ops (Reshape, Transpose,
 Gather, …) are the same for every element type; arithmetic goes through the elements' own
 operators; irrational functions (exp, tanh, erf, √) through ``K``.
 

@@ -1,14 +1,14 @@
 """ONNX in, the lowered graph of ``docs/verify-format.md`` out.
 
-:func:`load_onnx` reads a file or a ``ModelProto`` with the ``onnx`` package (its checker and
-shape inference; local functions inlined); :func:`lower` binds the one graph input to a fixed
+`load_onnx` reads a file or a ``ModelProto`` with the ``onnx`` package (its checker and
+shape inference; local functions inlined); `lower` binds the one graph input to a fixed
 shape — ``[1, n]`` token ids or ``[1, n, d]`` vectors — takes every stored weight exactly
-(:mod:`exactmem.verify.floats`), walks the nodes in order through the per-operator table of
-:mod:`exactmem.verify.ops` (folding constants where exact, emitting table ops otherwise) and
-prunes what the output does not need. The result, :class:`Lowered`, holds the ``model`` object
+(`exactmem.verify.floats`), walks the nodes in order through the per-operator table of
+`exactmem.verify.ops` (folding constants where exact, emitting table ops otherwise) and
+prunes what the output does not need. The result, `Lowered`, holds the ``model`` object
 of the certificate (``Lowered.model_json``).
 
-Every failure is a :class:`VerifyInputError` with a one-line message; an operator outside the
+Every failure is a `VerifyInputError` with a one-line message; an operator outside the
 table names itself, its node and its neighbours.
 """
 

@@ -1,8 +1,8 @@
 """One lowering function per ONNX operator (a table that grows an operator at a time, like ``onnx.reference``).
 
 A lowering function ``f(cx, node, ins, at)`` receives the importer's context ``cx``
-(:class:`exactmem.verify.onnx_import.Lowering`), the ONNX node, its inputs as values —
-:class:`Const` (known exactly: int64 arrays or object arrays of Fractions) or :class:`Dyn`
+(`exactmem.verify.onnx_import.Lowering`), the ONNX node, its inputs as values —
+`Const` (known exactly: int64 arrays or object arrays of Fractions) or `Dyn`
 (computed from the example's input, with a known shape) or None for an omitted optional input
 — and its ONNX attributes as Python values. It returns one value per node output (None for
 an output the importer will never need). Constants are folded here only where the result is

@@ -1,7 +1,7 @@
 """``verify``: which examples a trained network really memorizes, certified (``docs/verify.md``).
 
 ONNX model (or a ``torch.nn.Module``, exported in-process) + examples → lowered graph →
-ball-arithmetic verdict per distinct example (:mod:`exactmem.verify.evaluate`) → a
+ball-arithmetic verdict per distinct example (`exactmem.verify.evaluate`) → a
 certificate the kernel re-derives (``docs/verify-format.md``), plus onnxruntime's float count
 when onnxruntime is installed, and the examples where float and certified verdicts differ.
 """
@@ -148,7 +148,7 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     ``model``: an ONNX path, a ``ModelProto`` or a ``torch.nn.Module``. ``inputs``: N×n token ids
     or N×n×d float vectors (taken exactly); ``labels``: N class indices (``position="last"``) or
     N×n (``"all"``); or ``data=`` a ``.npz`` with both. ``out``: directory for the certificate
-    (none written when None). Raises :class:`VerifyInputError` (one line) on bad input."""
+    (none written when None). Raises `VerifyInputError` (one line) on bad input."""
     from ..progress import Progress
 
     t0 = time.perf_counter()

@@ -1,7 +1,7 @@
 """Lower-bound certificates for Dana, Pydi & Chevaleyre's statements run by ``bounds run proofs/dana.py``.
 
-``exactmem/proofs/dana.py`` names its theorems; :data:`BUILDERS` maps a theorem name to a
-function ``params -> certificate`` (:func:`.protocol.certificate_builder` looks here when a
+``exactmem/proofs/dana.py`` names its theorems; `BUILDERS` maps a theorem name to a
+function ``params -> certificate`` (`.protocol.certificate_builder` looks here when a
 BoundTheorem has no ``certificate`` of its own). What the expression language can state is a
 kernel-checked step; the rest of the theorem's report goes to ``producer_checked``:
 
@@ -164,7 +164,7 @@ def chain_values(ch: Chain, prec: int = 256) -> Dict[str, Any]:
 
 
 def interval(ball):
-    """A ball as an exact-endpoint :class:`~exactmem.arith.enclosure.Interval`."""
+    """A ball as an exact-endpoint [`Interval`][exactmem.arith.enclosure.Interval]."""
     from ...arith.enclosure import Interval
     from ...arith.linalg import lower_fraction, upper_fraction
 
@@ -192,7 +192,7 @@ def decided_step(ch: Chain, env, eq: str, claim: str, lhs, rels: Sequence[str], 
 
 
 def report_from_chain(title: str, ch: Chain, prec: int = 256):
-    """A :class:`~exactmem.arith.steps.Report` of the chain's steps, each decided on the
+    """A [`Report`][exactmem.bounds.Report] of the chain's steps, each decided on the
     producer's Arb values (what ``bounds run`` prints; the kernel re-checks the certificate)."""
     from flint import ctx
 
@@ -266,7 +266,7 @@ BUILDERS = {"dana.proposition1.obstruction": proposition1, "dana.theorem2.bound"
 # ------------------------------------------------------------------ Theorem 2 with d < N − 1
 
 def theorem2_small_d_chain(name: str) -> Chain:
-    """Theorem 2 on an instance of :data:`~exactmem.constructions.dana.small_d.INSTANCES` (d < N − 1):
+    """Theorem 2 on an instance of `INSTANCES` (d < N − 1):
     d_KL(π, L) > 0 (strict diagonal dominance of the log-probability matrix), the proof's λ(t)
     bracketed (φ(lo) > 0 > φ(hi)), A.3's bound on λ(t), and d_KL(π, f_λ̃) — an upper bound on
     d_KL(π, L) — against the right-hand side with the paper's C and with the measured coherence c;
@@ -412,7 +412,7 @@ DELTAS3 = [Fraction(1, 2 ** k) for k in (1, 2, 3, 4, 8, 16, 32)]
 
 
 def theorem3_small_d_chain(name: str, lower_budget: int = 300) -> Chain:
-    """Theorem 3 on an instance of :data:`~exactmem.constructions.dana.zero_token.INSTANCES`
+    """Theorem 3 on an instance of `INSTANCES`
     (d ≤ N − 3, one zero token z common to every conditional): d_KL(π, M) ≥ d_KL(π′, L) ≥ L > 0,
     the explicit π₀ ∈ M (eq. (15) with c, α on a grid of δ, Lemma 4's range bound, (17)), and
     for each ε the AoT T* realising f_ε: (4), (13), (18), (19) and the statement (16) with the

@@ -4,12 +4,12 @@ A sequence encoder f_{W,E}(t) = W E(t) (W ∈ R^{N×d}, E: [N]^S → R^d, Defini
 Transformer of embedding dimension d computes before its softmax, and
 d_KL(π, L(N,S,d)) = inf_f E_{t∼π} KL(π(·|t) ‖ softmax f(t)).
 
-* **Proposition 2** (:func:`proposition2_report`): d ≥ N − 1 ⇒ d_KL(π, L) = 0 for every π;
+* **Proposition 2** (`proposition2_report`): d ≥ N − 1 ⇒ d_KL(π, L) = 0 for every π;
   d < N − 1 ⇒ some π has d_KL(π, L) > 0. The paper prints no proof (note ``dana.md`` open
   question 7); the steps below are one, decided exactly on the instance.
-* **Proposition 3** (:func:`proposition3_report`): under Assumption 1 (a look-up table) and
+* **Proposition 3** (`proposition3_report`): under Assumption 1 (a look-up table) and
   d ≥ 2, d_KL(π, L) = 0 — the circle target of App. A.5 with an exact rational circle.
-* **Corollary 2** (:func:`corollary2_report`): the accuracy floor 1/N + (1 − 1/N)(H·d_h + d)/T0
+* **Corollary 2** (`corollary2_report`): the accuracy floor 1/N + (1 − 1/N)(H·d_h + d)/T0
   under a uniform prior, for Corollary 1's construction — exact in expectation over the labels
   of the sequences it does not memorize, and what the construction gives on a worst-case table.
 

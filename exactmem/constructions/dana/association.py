@@ -6,7 +6,7 @@ Section numbers below (§1.1, §3.4, ...) are the note's.
 The construction (note §3.1), for T0 token sequences t with next tokens g(t):
 
 1. **Target sequence encoder** f_{W,E} (Prop. 3, note §1.4): unembedding vectors W_j on the
-   unit circle — here *rational* points on the circle (:func:`circle_points`), exactly of norm
+   unit circle — here *rational* points on the circle (`circle_points`), exactly of norm
    1 — and targets E(t) = λ_t W_{g(t)} (λ_t > 0), so the logit margin of t is
    λ_t (1 − max_{j≠g} ⟨W_j, W_g⟩), an exact rational (Prop. 3's λ(1 − cos 2π/N)).
 2. **Embeddings and query-key matrices** (Lemma 2, note §3.2–§3.3, §3.6), chosen seeded.
@@ -38,7 +38,7 @@ rigorous Arb enclosure of the rounded network's margins stays positive (the *des
 used only to choose B). The verdict is always the independent checker's (``exactmem check``).
 
 Everything the construction computes from the data is exact or a rigorous ball; floating
-point appears only in :func:`float_condition_estimate`, a labelled estimate for reports.
+point appears only in `float_condition_estimate`, a labelled estimate for reports.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def solve_readout(F_cols: Sequence[Vec], E_cols: Sequence[Vec], W: Mat, d: int, 
     W_O = M⁻¹ W_O' and W_U = W M (note §3.4, derived — not in the paper).
 
     Unknowns outside ``rows`` are fixed: a skip row i not used gets M's column e_i, an unused
-    head row gets a zero column of W_O'. Raises :class:`RankDeficient` if M is singular.
+    head row gets a zero column of W_O'. Raises `RankDeficient` if M is singular.
     """
     R = len(F_cols[0])
     used = set(rows)
@@ -257,7 +257,7 @@ def _smallest_bits(ok, start: int = 8, cap: int = 8192) -> int:
 
 @dataclass
 class DanaBuild:
-    """What :func:`build_association` / :func:`build_distribution` return."""
+    """What `build_association` / `build_distribution` return."""
 
     model: Model
     dataset: Dataset
@@ -346,7 +346,7 @@ def _solve_design(design: Design, seqs, E_cols: Sequence[Vec], W: Mat, prec: int
     """Feature matrix, rank certificate and readout solve for one design (note §3.1 steps 2–3).
 
     Returns (rows used, readout before rounding, exact readout or None, score table, exact F
-    columns or None) and fills ``info``; raises :class:`RankDeficient` when rank F < T0.
+    columns or None) and fills ``info``; raises `RankDeficient` when rank F < T0.
     """
     d, T0 = design.d, len(seqs)
     rows_total = d + design.H * design.dh
@@ -450,9 +450,9 @@ def build_association(table: LookupTable, d: int, dh: int, H: int, mode: str = "
     given B) for which the exact logits still certify every association.
 
     ``design`` fixes the embeddings and query-key/value matrices (one attempt only);
-    otherwise ``tries`` seeded designs are drawn by :func:`choose_design`.
+    otherwise ``tries`` seeded designs are drawn by `choose_design`.
 
-    Raises :class:`RankDeficient` (a :class:`DataError`) when T0 exceeds the rank bound
+    Raises `RankDeficient` (a `DataError`) when T0 exceeds the rank bound
     d + H·min(d_h, d) (note §3.6) or when ``tries`` seeded designs all give rank F < T0.
     """
     N, S = table.N, table.S
@@ -589,7 +589,7 @@ def base2_logits(E: Mat, P: Mat, heads: Sequence[Tuple[Mat, Mat, Mat, Mat, Fract
 
 
 def ideal_heads(build: DanaBuild, readout: Optional[Readout] = None):
-    """The (Q, K, W_V, W_O^h, b) tuples of a mode-(a) build for :func:`base2_logits`."""
+    """The (Q, K, W_V, W_O^h, b) tuples of a mode-(a) build for `base2_logits`."""
     r = readout or build.exact_readout
     dh = build.design.dh
     return [(h.Q, h.K, h.V, [row[i * dh:(i + 1) * dh] for row in r.WO], h.base)

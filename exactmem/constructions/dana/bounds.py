@@ -2,7 +2,7 @@
 
 Paper §3, §6, App. A.3–A.4; note ``papers/dana.md`` §1.4, §2.
 
-* **Prop. 1** (:func:`prop1_family`, :func:`prop1_obstruction`, :func:`verify_prop1_obstruction`):
+* **Prop. 1** (`prop1_family`, `prop1_obstruction`, `verify_prop1_obstruction`):
   any Transformer of embedding dimension d has logits W_U z(t), z(t) ∈ R^d. Exact distribution
   memorization softmax T(t) = π(·|t) forces the centred log-probability vectors into
   the d-dimensional space P·col(W_U) (P = I − 11ᵀ/N). With dyadic conditionals
@@ -10,11 +10,11 @@ Paper §3, §6, App. A.3–A.4; note ``papers/dana.md`` §1.4, §2.
   nonzero (d+1)×(d+1) minor of K̄ (an exact integer) proves that *no* such Transformer
   memorizes the family exactly, i.e. d_KL(π, T) > 0 for every T. The positive side: a family
   with rank K̄ = d is realised exactly by an AoT of embedding dimension d.
-* **Thm 2** (:func:`theorem2_encoder`, :func:`theorem2_report`): the encoder
+* **Thm 2** (`theorem2_encoder`, `theorem2_report`): the encoder
   E(t) = λ(t) W_{g(t)} with λ(t) solving −H(π_t) = log Σ_j exp(λ (W_j − W_g)ᵀW_g), λ enclosed by
   rigorous bisection; the bound evaluated with the measured coherence c = ‖WWᵀ − I‖_max and with
   the paper's C = √(32 log(N+1)/d), compared with the certified KL.
-* **Thm 3 / Lemma 4** (:func:`theorem3_family`, :func:`theorem3_report`): an explicit
+* **Thm 3 / Lemma 4** (`theorem3_family`, `theorem3_report`): an explicit
   polynomially approximable family f_δ for π with zeros (eq. (15) with c = 1/4, α = 1,
   verified rigorously), Lemma 4's range bound, and the KL of the AoT realising f_δ.
 

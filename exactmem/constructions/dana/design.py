@@ -4,7 +4,7 @@ Parameter checks (Corollary 1's capacity, the rank bounds of docs/errata.md), ex
 the seeded embeddings and query-key matrices (Lemma 2, note §3.2–§3.3, §3.6), the attention features
 F (eq. (1), note §3.1) exactly or in Arb balls, and the circle targets (Prop. 3, note §1.4).
 
-:mod:`exactmem.constructions.dana.association` solves the readout on top of these and re-exports every name.
+`exactmem.constructions.dana.association` solves the readout on top of these and re-exports every name.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def _independent_rows(cols: Sequence[Sequence[Fraction]], prefer_first: int = 0)
 
 
 def _independent_rows_exact(cols: Sequence[Sequence[Fraction]]) -> List[int]:
-    """Exact version of :func:`_independent_rows` (rref over Z of the column-scaled Fᵀ)."""
+    """Exact version of `_independent_rows` (rref over Z of the column-scaled Fᵀ)."""
     G = _fmpz_columns(cols).transpose()
     R, _den, r = G.rref()
     piv, i = [], 0

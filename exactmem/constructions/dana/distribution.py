@@ -4,12 +4,12 @@ The explicit encoder, the AoT realising it on the T_ε most likely sequences, ce
 enclosures, and the constant C of bound (4) enclosed rigorously (note ``papers/dana.md`` §2, §3.5,
 §7.1; App. A.2 eqs. (13)–(14)).
 
-Moved out of :mod:`.dana` (``dana.build_distribution`` etc. still resolve there). The rigorous
+Moved out of `.dana` (``dana.build_distribution`` etc. still resolve there). The rigorous
 C: for the feature matrix F = W_V A′ (r × T, r = d + H·d_h) with the T_ε likely columns F₁
 square, eq. (14)'s (P₁VP₁ᵀ)⁻¹P₁VP₂ᵀ is K = F₁⁻¹F₂ (the SVD factors cancel), so
 C₁₄ = √(1 + ‖K‖₂²), and the sketch's √(1 + ‖(P₁VP₁ᵀ)⁻¹‖₂²) = √(2 + ‖K‖₂²) (since
 V₁₁⁻¹V₁₁⁻ᵀ = I + KKᵀ for V with orthonormal rows). ‖K‖₂² = λ_max(KᵀK) is enclosed by
-:func:`lambda_max_enclosure` — exact LDLᵀ certificates on rational matrices, no float.
+`lambda_max_enclosure` — exact LDLᵀ certificates on rational matrices, no float.
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ def fit_encoder(data: Conditionals, d: int, seed: int = 0) -> Tuple[Mat, List[Ve
 
     d ≥ N − 1: W = [I_{N−1}; −1ᵀ] (zero-padded), E(t) = ℓ(t)'s first N − 1 entries, so W E(t)
     is the centred log-probability approximation (Prop. 2's exact case). d < N − 1: the best
-    encoder found by :func:`.dana_optimum.optimized_encoder` (block-coordinate Newton on
+    encoder found by `.dana_optimum.optimized_encoder` (block-coordinate Newton on
     d_KL(π, f) in floats from the SVD start and seeded random starts — a design choice — rounded
-    to dyadics); its distance to the optimum is bounded by :func:`.dana_optimum.lower_bound_codim1`
+    to dyadics); its distance to the optimum is bounded by `.dana_optimum.lower_bound_codim1`
     when d = N − 2. Every bound below is certified for the encoder actually used.
     """
     import numpy as np
@@ -133,7 +133,7 @@ def kl_difference_enclosure(data: Conditionals, logits_T: Sequence, logits_f: Se
 
 
 def kl_upper_bound_from_logits(data: Conditionals, logits: Sequence, prec: int = 128) -> Fraction:
-    """A certified upper bound on d_KL(π, T) (the upper end of :func:`kl_enclosure_from_logits`)."""
+    """A certified upper bound on d_KL(π, T) (the upper end of `kl_enclosure_from_logits`)."""
     return kl_enclosure_from_logits(data, logits, prec)[1]
 
 
@@ -153,8 +153,8 @@ def build_distribution(data: Conditionals, d: int, dh: int, eps, mode: str = "ra
     T_ε most likely sequences (within ``tol`` per logit after rounding), decode = identity.
 
     The returned dataset lists those T_ε sequences with labels W E(t) (the certificate's
-    ``error_bound`` is ``tol``); :func:`kl_upper_bound` certifies d_KL(π, T) on all sequences.
-    ``encoder`` = (W, E) with E(t) listed in ``data.sequences`` order replaces :func:`fit_encoder`
+    ``error_bound`` is ``tol``); `kl_upper_bound` certifies d_KL(π, T) on all sequences.
+    ``encoder`` = (W, E) with E(t) listed in ``data.sequences`` order replaces `fit_encoder`
     (Prop. 1, Theorems 2 and 3 realise their own encoders). Mode (a) (base 2) stores a
     ``softmax2`` network with the exact readout (logits exactly
     W E(t)), or with ``round_readout`` the smallest B-bit readout within ``tol``, exactly.
@@ -347,7 +347,7 @@ def _gram(A: Mat, small_side: bool = True) -> Mat:
 
 
 def spectral_norm_enclosure(A: Mat) -> Tuple[Fraction, Fraction]:
-    """[lo, hi] ∋ ‖A‖₂ for an exact rational matrix (√ of :func:`lambda_max_enclosure` of the Gram)."""
+    """[lo, hi] ∋ ‖A‖₂ for an exact rational matrix (√ of `lambda_max_enclosure` of the Gram)."""
     if not A or not A[0]:
         return Fraction(0), Fraction(0)
     lo, hi = lambda_max_enclosure(_gram(A))
@@ -413,9 +413,9 @@ def theorem1_bound_report(data: Conditionals, build: DanaBuild, eps, prec: int =
     decided rigorously: d_KL(π, T) ≤ d_KL(π, f) + C·ε·‖W E‖₂ (as printed; d_KL(π, L) ≤ d_KL(π, f)
     is replaced by the explicit encoder's, which the proof's (13)–(14) bound for any f) and the
     proof's 2·C·ε·‖W E‖₂ of eq. (13). When d = N − 2 a rigorous lower bound L ≤ d_KL(π, L(N,S,d))
-    (:func:`.dana_optimum.lower_bound_codim1`, ``lower_budget`` boxes; 0 skips it) gives the encoder's
+    (`.dana_optimum.lower_bound_codim1`, ``lower_budget`` boxes; 0 skips it) gives the encoder's
     optimality gap and (4) exactly as printed, with the infimum d_KL(π, L) itself.
-    Returns a :class:`~exactmem.arith.steps.Report`."""
+    Returns a [`Report`][exactmem.bounds.Report]."""
     from ...arith.steps import Report, check
     from ...arith.enclosure import Interval
 

@@ -1,7 +1,7 @@
 """The exact instances behind the Dana et al. entries of ``docs/errata.md``.
 
 Note §3.6, §7.3: exact impossibility certificates (a Radon-style obstruction: no linear readout fits
-these labels) and the facts each erratum states, computed on the constructions of :mod:`.dana`."""
+these labels) and the facts each erratum states, computed on the constructions of `.dana`."""
 
 from __future__ import annotations
 

@@ -2,11 +2,11 @@
 
 The optimum is d_KL(π, L(N,S,d)) (Lemma 1's minimiser, which the paper does not construct).
 
-* **Upper bound** (:func:`optimized_encoder`): minimise d_KL(π, f_{W,E}) = Σ_t π(t)[lse(W e_t) −
+* **Upper bound** (`optimized_encoder`): minimise d_KL(π, f_{W,E}) = Σ_t π(t)[lse(W e_t) −
   π_tᵀW e_t − h_t] by block-coordinate Newton (each block — one e_t, or W — is a convex problem),
   from the float SVD start and seeded random starts, in FLOATS: a design choice only. The result is
   rounded to dyadic rationals and its d_KL is then enclosed rigorously (Arb): U ≥ d_KL(π, L).
-* **Lower bound** (:func:`lower_bound_codim1`, d = N − 2): softmax depends on the centred logits,
+* **Lower bound** (`lower_bound_codim1`, d = N − 2): softmax depends on the centred logits,
   so d_KL(π, L) = inf over subspaces V ⊆ 1^⊥ of dimension ≤ N − 2 of Σ_t π(t) inf_{z∈V} KL_t(z),
   and every such V lies in n^⊥ ∩ 1^⊥ for a nonzero n ⊥ 1. For z ⊥ n and q_t = π_t + τ_t n in the
   simplex, Gibbs' inequality lse(z) ≥ qᵀz + H(q) and qᵀz = π_tᵀz give KL_t(z) ≥ H(q_t) − H(π_t).
@@ -109,7 +109,7 @@ def optimized_encoder(data: Conditionals, d: int, seed: int = 0, starts: int = 6
                       targets: Sequence[Sequence[Fraction]]) -> Tuple[List[List[Fraction]], List[List[Fraction]]]:
     """The best rank-d encoder found (module docstring), rounded to dyadics: (W, E) exact.
     ``targets``: the centred log-probabilities ℓ(t) to fit,
-    :func:`.dana_distribution.log_prob_targets` of ``data`` (passed in, so that this module does
+    `.dana_distribution.log_prob_targets` of ``data`` (passed in, so that this module does
     not import ``dana_distribution``, which imports it)."""
     import numpy as np
 

@@ -13,11 +13,11 @@ the log-probability matrix is (per row, up to the constant ln ρ_far(t), which c
 d_KL(π, L) > 0).
 
 W ∈ Q^{N×d} is explicit and sparse: rows e_0 … e_{d−1}, then N − d rows ``scale·(±1 on a support)``
-(:func:`sparse_unembedding`); its coherence c = ‖WWᵀ − I‖_max is exact. The proof's encoder
+(`sparse_unembedding`); its coherence c = ‖WWᵀ − I‖_max is exact. The proof's encoder
 f(t) = λ(t) W W_{g(t)} depends on t only through the multiset of (a_j, π_j) with
-a_j = (W_j − W_g)ᵀW_g, so the N sequences fall into a few *classes* (:func:`theorem2_classes`);
+a_j = (W_j − W_g)ᵀW_g, so the N sequences fall into a few *classes* (`theorem2_classes`);
 every quantity of the theorem is then a short expression of logs and exps of rationals, which
-:func:`exactmem.bounds.dana.certificates.theorem2_small_d` writes as a lower-bound certificate for
+`exactmem.bounds.dana.certificates.theorem2_small_d` writes as a lower-bound certificate for
 the kernel. The grouping itself (an exact count over the N² pairs) is checked by the producer.
 """
 
@@ -94,7 +94,7 @@ def theorem2_classes(W: Sequence[Row], etas: Sequence[Fraction]) -> List[Dict[st
     """The N sequences grouped by what Theorem 2's quantities depend on: for each class, the
     number of sequences, π_g, ‖W_g‖², and the sorted (a_j, π_j, multiplicity) of the j ≠ g.
     Exact; the multiplicities of a class sum to N − 1. Tokens sharing no coordinate with W_g
-    (dot 0: a_j = −‖W_g‖², π_j = ρ_far) are counted, not enumerated (:func:`conditionals` lists
+    (dot 0: a_j = −‖W_g‖², π_j = ρ_far) are counted, not enumerated (`conditionals` lists
     every entry, for small N and the tests)."""
     N = len(W)
     idx = _index(W)

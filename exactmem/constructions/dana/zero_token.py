@@ -11,9 +11,9 @@ conditional has the **same zero token** z = N − 1; on the other N′ = N − 1
   softmax(f)_j ≤ softmax(f′)_j for j ≠ z, where f′ drops z's logit — an encoder of L(N′,S,d).
   The third: a nonzero centred (d+1)-minor of the exponent matrix K (so no f′ reaches π′
   exactly, Prop. 1) and Lemma 1 (π′ has full support: the infimum is attained). Quantitatively,
-  for d = N′ − 2, :func:`~.dana_optimum.lower_bound_codim1` gives a rigorous L ≤ d_KL(π′, L).
+  for d = N′ − 2, `lower_bound_codim1` gives a rigorous L ≤ d_KL(π′, L).
 * **An explicit π₀ ∈ M(N,S,d)** (Definition 2): f′ = W′E′(t) the best rank-d encoder of π′ found
-  (:func:`~.dana_optimum.optimized_encoder`, exact dyadics), π₀(·|t) = (softmax f′(t), 0 at z).
+  (`optimized_encoder`, exact dyadics), π₀(·|t) = (softmax f′(t), 0 at z).
   With u = e₀ − 1/N′, a_t = uᵀf′(t) > 0 (checked exactly) and
   f_δ(t) = W_δ E′(t), W_δ = [W′; −M_δ uᵀW′] ∈ Q^{N×d}, z's logit is −M_δ a_t and
   log(π₀_j / softmax f_δ(t)_j) = ln(1 + e^{−M_δ a_t}/S_t), S_t = Σ_j e^{f′_j(t)}, the same for
@@ -23,7 +23,7 @@ conditional has the **same zero token** z = N − 1; on the other N′ = N − 1
   So d_KL(π, M) ∈ [L, d_KL(π, π₀)] = [L, d_KL(π′, f′)]: the optimiser's gap.
 * **T\\*** realises f_ε (δ = ε) on the T_ε most likely sequences (Theorem 1's construction,
   mode (a), d_h = 1 so that d + H = T_ε and C of (14) exists); its logits on every sequence are
-  exact rationals. :mod:`exactmem.bounds.dana.certificates` writes every step as a lower-bound
+  exact rationals. `exactmem.bounds.dana.certificates` writes every step as a lower-bound
   certificate (``dana.theorem3.small_d``).
 """
 
@@ -43,7 +43,7 @@ Mat = List[List[Fraction]]
 @dataclass
 class Restricted:
     """π′: the conditionals on the N′ = N − 1 tokens ≠ z, same sequences and prior (duck-typed
-    for :func:`~.dana_optimum.optimized_encoder` and :func:`~.dana_optimum.lower_bound_codim1`)."""
+    for `optimized_encoder` and `lower_bound_codim1`)."""
 
     N: int
     S: int

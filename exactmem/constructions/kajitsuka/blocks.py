@@ -1,6 +1,6 @@
 """A register program compiled into the Transformer blocks of Kajitsuka & Sato eq. (4).
 
-The program is a :class:`exactmem.constructions.vardi.memorizer.Program`; the network is
+The program is a `exactmem.constructions.vardi.memorizer.Program`; the network is
 N = E_out ∘ F_L ∘ … ∘ F_1 ∘ E_in with F_l = F_l^(FF) ∘ F_l^(SA), the feed-forward layer the
 residual one of eq. (3), z ↦ z + W2 σ(W1 z + b1) + b2. See ``docs/kajitsuka-paper.md``.
 

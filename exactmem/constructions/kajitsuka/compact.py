@@ -6,14 +6,14 @@ sequences exactly. See ``docs/kajitsuka.md``; note ``kajitsuka.md`` §4.
 
 Pipeline (note §4.1), all weights exact rationals:
 
-* **Lemma B.1** (:func:`witness_set`): a greedy set A of at most N' − 1 tokens on which the
+* **Lemma B.1** (`witness_set`): a greedy set A of at most N' − 1 tokens on which the
   N' distinct multisets stay distinct.
-* **Lemma B.2** (:func:`token_weights`): integer weights f: A → [1, F], F = ⌈4N'²|A|√π⌉
+* **Lemma B.2** (`token_weights`): integer weights f: A → [1, F], F = ⌈4N'²|A|√π⌉
   (√π from below, so F never exceeds the paper's range), drawn at random until the N'
   weighted counts Σ_x m(x) f(x) are pairwise distinct — verified exactly. This replaces the
   paper's "Park projection + shift ⌊2N²|S|√π⌋", whose shift breaks separation when the
   restricted multisets have different cardinalities (note §4.3, ``docs/errata.md``).
-* **Lemma B.3** (ϕ̃): the Lemma C.1 memorizer (:mod:`exactmem.constructions.vardi.memorizer`) with the
+* **Lemma B.3** (ϕ̃): the Lemma C.1 memorizer (`exactmem.constructions.vardi.memorizer`) with the
   points A labelled f(x) and every other distinct token an extra point with output 0, so
   Σ_k ϕ̃(X_{:,k}) is the sequence id (eq. (38)).
 * **Lemma C.2** (token id F): a second Stage-I projection σ(wᵀx + β) of all distinct
@@ -26,7 +26,7 @@ Pipeline (note §4.1), all weights exact rationals:
   for every k (seq-to-seq, note §4.9), labels y. E_out is its affine output layer.
 
 Only building happens here (with the exact data facts the proof needs checked on the way);
-:mod:`exactmem.pipeline.certify` evaluates the network and the independent checker judges.
+[`exactmem.pipeline.certify`][exactmem.pipeline.certify] evaluates the network and the independent checker judges.
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ def lemma_b2_holds(multisets: Sequence[Counter], f: Dict[int, int]) -> bool:
 
 def lemma_b2_witness(multisets: Sequence[Counter], order: Sequence[int], max_candidates: int = 10 ** 6
                      ) -> Tuple[int, ...]:
-    """An f satisfying :func:`lemma_b2_holds`, found by exhaustive search: the first tuple
+    """An f satisfying `lemma_b2_holds`, found by exhaustive search: the first tuple
     (f(order[0]), f(order[1]), …) in the order of increasing max f(x), then lexicographic.
     For tiny instances (the errata); ``max_candidates`` bounds the work."""
     from itertools import product

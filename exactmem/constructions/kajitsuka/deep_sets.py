@@ -7,21 +7,21 @@ exactly, eq. (115):
 
 Pipeline (proof of Theorem D.1, eqs. (116)–(126); ``docs/deep-sets.md``):
 
-* **Lemma B.1** (:func:`kajitsuka.witness_set`): a set A of at most N − 1 distinct elements
+* **Lemma B.1** (`kajitsuka.witness_set`): a set A of at most N − 1 distinct elements
   on which the N multisets stay distinct.
-* **Lemma B.2** (repaired, :func:`kajitsuka.token_weights`): integer f: A → [1, F],
+* **Lemma B.2** (repaired, `kajitsuka.token_weights`): integer f: A → [1, F],
   F = ⌈4N²|A|√π⌉ (√π from below), with pairwise distinct sums Σ_x m(x) f(x), checked exactly.
-* **Lemma B.3** (ϕ̃): Lemma C.1 (:func:`vardi.build_c1`) on the points of A labelled f(x),
+* **Lemma B.3** (ϕ̃): Lemma C.1 (`vardi.build_c1`) on the points of A labelled f(x),
   every other distinct element — and the padding point p — an extra point with output 0.
 * **ρ̃**: Lemma C.1 on the N distinct sums s_i = Σ_k ϕ̃(x⁽ⁱ⁾_k) (points of ℚ¹), labels y⁽ⁱ⁾.
 
 The certificate format has no "sum over a set" layer, so the deep set is written as an
-exactmem :class:`Model` on sequences: multiset i is padded to length M with the point p
-(:func:`padding_point`: ‖p − x‖ ≥ δ for every element x, so p is an extra point of ϕ̃'s
+exactmem [`Model`][exactmem.model.Model] on sequences: multiset i is padded to length M with the point p
+(`padding_point`: ‖p − x‖ ≥ δ for every element x, so p is an extra point of ϕ̃'s
 Lemma C.1 and ϕ̃(p) = 0), ϕ̃'s layers act token-wise, one uniform-attention head (W_V = 1,
 W_O = M, no residual) turns the average over the M positions into the sum, and ρ̃'s layers
 follow. Since ϕ̃(p) = 0, the padded sum equals Σ over the multiset. ϕ̃(p) = 0 and ϕ̃ = f / 0 on
-the elements are certified separately by the model :attr:`DeepSetBuild.phi_model` (ϕ̃ alone,
+the elements are certified separately by the model `DeepSetBuild.phi_model` (ϕ̃ alone,
 the very same layers) on every distinct element and p.
 
 Only building happens here (the exact data facts of eq. (118) are checked on the way);

@@ -3,20 +3,20 @@
 The network N^(EM) = E_out ∘ F^(FF) ∘ F^(UA) ∘ F^(EM) memorizes N consistently labelled token-id
 sequences x⁽ⁱ⁾ ∈ [ω]ⁿ (eqs. (127)–(135)). See ``docs/kajitsuka-variants.md``.
 
-* **Data** (:class:`TokenData`, :func:`generate_tokens`): sequences of token ids 0 … ω − 1
+* **Data** (`TokenData`, `generate_tokens`): sequences of token ids 0 … ω − 1
   (the paper's [ω] = {1, …, ω}: id t is the paper's token t + 1), labels in {0, …, C − 1},
   consistency (129) checked exactly (same multiset and same last token ⇒ same label).
 * **Lemma B.1 / B.2** on the multisets m⁽ⁱ⁾ (eq. (133)): witnesses A ⊂ [ω]
-  (:func:`kajitsuka.witness_set`) and verified integer weights f: A → [1, F],
-  F = ⌈4N'²|A|√π⌉ ≤ ⌈4N²√π·min{ω, N}⌉ (:func:`kajitsuka.token_weights`).
+  (`kajitsuka.witness_set`) and verified integer weights f: A → [1, F],
+  F = ⌈4N'²|A|√π⌉ ≤ ⌈4N²√π·min{ω, N}⌉ (`kajitsuka.token_weights`).
 * **Embedding** (eq. (135)): W^(EM)_{:,x} = (f(x), x, 0)ᵀ for x ∈ A, (0, x, 0)ᵀ otherwise —
-  stored as the rows of :class:`Embed` (``E[t] = (f, t + 1, 0)``): the role of F₁ in Thm B.1,
+  stored as the rows of [`Embed`][exactmem.model.Embed] (``E[t] = (f, t + 1, 0)``): the role of F₁ in Thm B.1,
   the token id being the id itself.
 * **Uniform attention** (eq. (39)): s_k = (f(x_k), x_k, (1/n) Σ_l f(x_l)).
-* **F^(FF)**: Lemma C.1 (:func:`vardi.build_c1`) on the distinct context ids s_n with their
+* **F^(FF)**: Lemma C.1 (`vardi.build_c1`) on the distinct context ids s_n with their
   labels; its affine output layer is E_out.
 
-Only building happens here; :mod:`exactmem.pipeline.certify` evaluates and the independent checker
+Only building happens here; [`exactmem.pipeline.certify`][exactmem.pipeline.certify] evaluates and the independent checker
 judges.
 """
 

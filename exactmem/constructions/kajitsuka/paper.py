@@ -6,17 +6,17 @@ residual token-wise feed-forward layer of eq. (3) — between linear E_in and E_
 states plain deep ReLU networks F₁, F₂ ("unlike eq. (3)"); the compact build is that network, and
 the conversion into residual blocks is ours.
 
-Differences from the compact build (:mod:`exactmem.constructions.kajitsuka.compact`):
+Differences from the compact build (`exactmem.constructions.kajitsuka.compact`):
 
 * every ReLU layer of F₁ and F₂ is one block (our conversion) whose attention has W^(O) = 0 (§4.2.1); the
   uniform attention F^(UA) (eq. (52)) is the attention of the first block of F₂
-  (:mod:`kajitsuka_blocks`);
+  (`kajitsuka_blocks`);
 * Stage III of both Lemma C.1 memorizers (ϕ̃ and f₂) is the tent-map gadget of Lemmas
-  G.4–G.6 with our two-trajectory bit read-out (:mod:`tent_map`), not the doubling map;
+  G.4–G.6 with our two-trajectory bit read-out (`tent_map`), not the doubling map;
 * every Stage I (the token id, ϕ̃, f₂) is our recipe for Lemma C.2 — Park's direction, the scale
   V²√(πd)/(√2δ) rounded up, the shift ⌈s'r⌉ + 2 — and the token weights are Lemma B.2's
   rounded Park direction with the printed shift, or the repaired shift where the printed one
-  fails (:mod:`kajitsuka_recipes`; ``info["b2 shift used"]``).
+  fails (`kajitsuka_recipes`; ``info["b2 shift used"]``).
 
 Lemma B.1 (the witness set A) and the context ids (53) are the compact build's.
 """
@@ -110,7 +110,7 @@ def build(data: SequenceData, seed: int = 0, attention: str = "uniform", slope: 
 
 def _info(data, sep, multisets, A, f, b2, F_lemma, C1, proj_tok, c2_tok, prep_phi, proj_phi, c2_phi,
           prep2, proj2, c2_f2, contexts, comp, attention, slope) -> Dict[str, object]:
-    """The keys :func:`exactmem.proofs._kajitsuka_core.stage_bounds` and ``theorem_bounds`` read, and the
+    """The keys `exactmem.proofs._kajitsuka_core.stage_bounds` and ``theorem_bounds`` read, and the
     recipes' records."""
     max_ctx_n2 = max(sum((x * x for x in s), Fraction(0)) for s in contexts)
     n, N, d = data.n, data.N, data.d

@@ -2,13 +2,13 @@
 
 See ``docs/kajitsuka-paper.md``: Lemma C.2's direction and shift (Stage I of every Lemma C.1
 memorizer and the token id) and Lemma B.2's rounded-and-shifted Park direction (the token weights
-f), instead of :mod:`kajitsuka`/:mod:`vardi`'s random draws.
+f), instead of `kajitsuka`/`vardi`'s random draws.
 
 **Park's direction (Lemma G.1).** Park et al. give a real unit vector existentially; an exact
 unit vector need not be rational. We draw *rational* unit vectors from the inverse
 stereographic parametrisation v = (2Qp, |p|² − Q²)/(|p|² + Q²) (p ∈ Z^(k−1), Q ∈ N; ‖v‖ = 1
 exactly) and keep the first one for which the consequence of (151) that the proof uses is
-verified exactly, with π enclosed (:mod:`exactmem.arith.enclosure`).
+verified exactly, with π enclosed ([`exactmem.arith.enclosure`][exactmem.arith.enclosure]).
 
 **Lemma C.2** (Vardi et al.; note ``kajitsuka.md`` §4.5): with Park's v for the V points,
 scale s = V²√(πd)/(√2 δ) — rounded *up* to the integer s' ≥ s (so the gaps stay ≥ 2) — and
@@ -17,7 +17,7 @@ in [2, R], R = 20 r V² δ⁻¹ √(πd), with gaps ≥ 2. Verified: Park's gap
 |vᵀ(z − z')| ≥ √(8/(πd))·δ/V² on the sorted projections, x ≥ 2, gaps ≥ 2, x ≤ R.
 
 **Lemma B.2** (eqs. (17)–(27)): h = ⌈N²|S|√π·v⌉ and the printed shift c = ⌊2N²|S|√π⌋
-(:func:`exactmem.constructions.kajitsuka.compact.paper_shifted_weights`). The shift breaks the
+(`exactmem.constructions.kajitsuka.compact.paper_shifted_weights`). The shift breaks the
 separation when the restricted multisets have different sizes (``docs/errata.md``), so the
 conclusion is checked exactly and, where it fails, the **repaired shift**
 c' = max(2·max_i |h·m̃⁽ⁱ⁾| + ⌈√|S|⌉, 1 − min h) is used — sums of multisets of different
@@ -90,7 +90,7 @@ class C2Record:
 def c2_projection(prep: vardi.Prepared, seed: int, max_tries: int = 200) -> Tuple[vardi.Projection, C2Record]:
     """Lemma C.2's recipe on the prepared points (r² = ``prep.r2`` ≥ 1, δ² = ``prep.delta2`` ≤ 1):
     Park's direction v (verified), w = s'·v, β = ⌈s' r⌉ + 2; see the module docstring.
-    Returns a :class:`vardi.Projection` (v = integer numerators, λ = s'/D) and the record."""
+    Returns a `vardi.Projection` (v = integer numerators, λ = s'/D) and the record."""
     rng = random.Random(seed)
     V, d = len(prep.points), prep.d
     r2, d2 = prep.r2, prep.delta2
@@ -179,7 +179,7 @@ def _separated(sums: Sequence[int], k: int) -> bool:
 def b2_conclusion(multisets: Sequence[Counter], f: Dict[int, int]) -> str:
     """Lemma B.2's conclusion for f on S = ∪ supp (the empty string if it holds, else which part
     fails): f(x) ∈ [⌈4N²|S|√π⌉], |a_i| ≤ 4MN²|S|√π, distinct sums with gaps ≥ √|S| (the reading
-    of :func:`kajitsuka.lemma_b2_holds`, decided by sorting; π enclosed — undecided counts as
+    of `kajitsuka.lemma_b2_holds`, decided by sorting; π enclosed — undecided counts as
     failing)."""
     N, k = len(multisets), len(f)
     M = max((sum(m.values()) for m in multisets), default=0)

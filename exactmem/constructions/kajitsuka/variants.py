@@ -5,20 +5,20 @@ Lemma C.1. See ``docs/kajitsuka-variants.md``.
 
 Lemma F.1 (eqs. (136)–(142)): one shared Stage-I projection, then the labelled points, sorted,
 are split into ⌈N/B²⌉ subsets of at most B² consecutive points (balanced sizes,
-:func:`balanced_sizes`); each subset gets its own Lemma C.1
+`balanced_sizes`); each subset gets its own Lemma C.1
 Stages II–III (every other point is an extra point of that memorizer, so it outputs exactly 0
 there), and the outputs are summed in a carried register r (eq. (140):
 F_i(x, r) = (x, r + F̃_i(x)), the addition folded into the next subset's first layer). Each
 memorizer's crafted integers hold g_B = ⌈√(B²/log₂ B²)⌉ slots instead of g_N, so the bits per
 weight fall from ~√(N/log N)·log R to ~B/√(log B)·log R while the depth grows ~N/B².
 
-The rest is Theorem B.1 (:mod:`exactmem.constructions.kajitsuka.compact`): Lemma B.1 witnesses A,
+The rest is Theorem B.1 (`exactmem.constructions.kajitsuka.compact`): Lemma B.1 witnesses A,
 Lemma B.2 weights f (verified), the token id F (Lemma C.2) carried beside ϕ̃, one
 uniform-attention layer, context ids s_n (eq. (53)) and F₂ on them.
 
-Only building happens here; :mod:`exactmem.pipeline.certify` evaluates and the independent checker
-judges. The shared pieces (:func:`sequence_ids`, :func:`context_ids`) are also used by the
-embedding variant (:mod:`exactmem.constructions.kajitsuka.embedding`, Theorem E.1).
+Only building happens here; [`exactmem.pipeline.certify`][exactmem.pipeline.certify] evaluates and the independent checker
+judges. The shared pieces (`sequence_ids`, `context_ids`) are also used by the
+embedding variant (`exactmem.constructions.kajitsuka.embedding`, Theorem E.1).
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ class SequenceIds:
 
 def sequence_ids(id_seqs: Sequence[Sequence[Hashable]], seed: int) -> SequenceIds:
     """The distinct multisets of the sequences, Lemma B.1's witness set A
-    (:func:`kajitsuka.witness_set`) and Lemma B.2's verified weights f: A → [1, F],
-    F = ⌈4N'²|A|√π⌉ (:func:`kajitsuka.token_weights`)."""
+    (`kajitsuka.witness_set`) and Lemma B.2's verified weights f: A → [1, F],
+    F = ⌈4N'²|A|√π⌉ (`kajitsuka.token_weights`)."""
     multisets, ms_index = kajitsuka.distinct_multisets(id_seqs)
     A = kajitsuka.witness_set(multisets)
     f, F, tries = kajitsuka.token_weights(multisets, A, seed)
@@ -66,7 +66,7 @@ def sequence_ids(id_seqs: Sequence[Sequence[Hashable]], seed: int) -> SequenceId
 def context_ids(id_seqs: Sequence[Sequence[Hashable]], labels: Sequence[int], ids: SequenceIds,
                 token_id: Callable[[Hashable], Fraction]) -> Dict[tuple, int]:
     """Next-token context ids s_n = (f(x_n), F(x_n), (1/n) Σ_k f(x_k)) (eq. (53); f = 0 off A)
-    with their labels (:func:`kajitsuka.context_labels`, which raises on a collision)."""
+    with their labels (`kajitsuka.context_labels`, which raises on a collision)."""
     return kajitsuka.context_labels(id_seqs, labels, "next_token", ids.f, ids.sums, ids.ms_index,
                                     lambda t: Fraction(token_id(t)))[0]
 
@@ -107,8 +107,8 @@ def balanced_sizes(N: int, B: int) -> List[int]:
 def emit_f1_stages(prog: vardi.Program, prep: vardi.Prepared, proj: vardi.Projection, C: int, B: int,
                    plant_flip: Optional[int] = None) -> Tuple[Expr, F1Stack]:
     """Lemma F.1 after Stage I (register ``x`` holds it): ⌈N/B²⌉ subsets of ≤ B² consecutive
-    sorted labelled points (:func:`balanced_sizes`; one subset if N ≤ B²), each Lemma C.1 Stages II–III
-    (:func:`vardi.emit_memorizer`), outputs summed in ``r`` (eq. (140)). Returns the output
+    sorted labelled points (`balanced_sizes`; one subset if N ≤ B²), each Lemma C.1 Stages II–III
+    (`vardi.emit_memorizer`), outputs summed in ``r`` (eq. (140)). Returns the output
     expression (r + the last subset's output) and the stack's layouts.
 
     ``plant_flip`` (tests only, a planted wrong step): subset ``plant_flip`` encodes its first
@@ -138,8 +138,8 @@ def emit_f1_stages(prog: vardi.Program, prep: vardi.Prepared, proj: vardi.Projec
 def build_f1_model(points: Sequence[tuple], labels: Sequence[int], C: int, B: int, seed: int,
                    plant_flip: Optional[int] = None) -> Tuple[Model, Dict[str, object]]:
     """F₂ of Theorem F.1: Lemma F.1 on the context ids (Stage I on R³, then
-    :func:`emit_f1_stages`, then the affine output layer E_out). Unlike
-    :func:`vardi.build_f1` it accepts B² > N (then one subset: Lemma C.1)."""
+    `emit_f1_stages`, then the affine output layer E_out). Unlike
+    `vardi.build_f1` it accepts B² > N (then one subset: Lemma C.1)."""
     prep = vardi.prepare(points, labels, (), C)
     proj = vardi.project_to_line(prep, seed)
     prog = vardi.Program([f"z{k}" for k in range(prep.d)])
@@ -240,7 +240,7 @@ def relu_depth(b: LimitedBuild) -> int:
 
 
 def max_bits(b: LimitedBuild) -> int:
-    """Exact max bits per weight: each stack's :meth:`F1Stack.max_bits`, the token id's
+    """Exact max bits per weight: each stack's `F1Stack.max_bits`, the token id's
     projection, and 2 (the 0/1 attention and output weights)."""
     parts = [2, b.info["token id projection bits"], b.f2.max_bits(b.info["F2 projection bits"])]
     if b.phi:

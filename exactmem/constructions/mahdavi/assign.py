@@ -61,7 +61,7 @@ def partition_sizes(T: int, H: int, k: int) -> List[int]:
 
 
 def block_partition(T: int, H: int, k: int, order: Optional[Sequence[int]] = None) -> List[List[int]]:
-    """Consecutive blocks of ``order`` (default 0..T−1) with the sizes of :func:`partition_sizes`."""
+    """Consecutive blocks of ``order`` (default 0..T−1) with the sizes of `partition_sizes`."""
     order = list(range(T)) if order is None else list(order)
     out, pos = [], 0
     for s in partition_sizes(T, H, k):
@@ -144,7 +144,7 @@ def choose_partition(data: QueryContextData, H: int, k: int, seed: int = 0, stra
     Heuristics, in order (``strategy="auto"``): consecutive ``blocks``; seeded random
     ``shuffle``s; a ``greedy`` build that keeps each head's queries independent. Under
     Assumption 1 (Kruskal rank ≥ n) the first always passes; the others exist for data that
-    violate Assumption 1 but still admit a valid partition. Raises :class:`AssignmentError`
+    violate Assumption 1 but still admit a valid partition. Raises `AssignmentError`
     listing the failures when nothing passes.
     """
     rng = random.Random(seed)
@@ -220,7 +220,7 @@ def assignment_graph(partition: Sequence[Sequence[int]], T: int) -> nx.Graph:
 
 
 def validate_graph(G: nx.Graph, k: int) -> None:
-    """The rules of :func:`validate_partition`, read off a graph, plus: every pair (h ≥ 2, t ∉ S_h)
+    """The rules of `validate_partition`, read off a graph, plus: every pair (h ≥ 2, t ∉ S_h)
     is a saturated edge and head 1 has none."""
     heads = sorted((d["head"] for _, d in G.nodes(data=True) if d.get("kind") == "head"))
     T = sum(1 for _, d in G.nodes(data=True) if d.get("kind") == "example")
@@ -381,7 +381,7 @@ def annotate(G: nx.Graph, profile: List[List[HeadAttention]], dom: List[Dominanc
 
 def draw(G: nx.Graph, path: str, title: Optional[str] = None) -> str:
     """A PNG of the assignment graph: heads on top, examples below; active edges thick and
-    coloured by head, saturated edges thin and grey. If the graph was :func:`annotate`d, an
+    coloured by head, saturated edges thin and grey. If the graph was `annotate`d, an
     example whose dominant head in the built model differs from its designed head is drawn
     with a red ring. (Floats appear here only as drawing coordinates.)"""
     require("matplotlib", "plot", "mahdavi.assign.draw")

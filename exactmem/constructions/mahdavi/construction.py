@@ -210,7 +210,7 @@ def build(data: QueryContextData, H: int, d_h: int, mode: str = "softmax", desig
     reproduce note §4.7). ``scale`` overrides the certified c (softmax mode: only allowed if
     it is ≥ the certified bound). ``eps`` is the stated error bound for real labels in softmax
     mode. ``certify_Zc`` also certifies σ_min(Z(c)) > 0 directly (Weyl already implies it).
-    Raises :class:`ConstructionError` / :class:`AssumptionError` with the reason.
+    Raises `ConstructionError` / `AssumptionError` with the reason.
     """
     if mode not in MODES:
         raise ConstructionError(f"unknown mode {mode!r}; use one of {MODES}")

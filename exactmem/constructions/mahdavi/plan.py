@@ -3,7 +3,7 @@
 The data types every part of the construction (``mahdavi_interpolation``,
 ``mahdavi_saturation``, ``mahdavi_hardmax``, ``mahdavi_readout``, ``mahdavi``) works on:
 context matrices as integer flint matrices, exact column products, one head's pieces
-(:class:`HeadPlan`) and the whole design before the scale and readout (:class:`Plan`).
+(`HeadPlan`) and the whole design before the scale and readout (`Plan`).
 """
 
 from __future__ import annotations

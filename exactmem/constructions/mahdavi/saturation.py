@@ -26,7 +26,7 @@ def saturating_query_direction(data: QueryContextData, head: int, S: Sequence[in
 
     A random small-integer combination of an LLL-reduced integer basis of span(X_S)^⊥ (the
     coefficient range doubles every 4 draws). Raises
-    :class:`AssumptionError` (note §4.6 (ii)) when some x^(t), t ∉ S_h, lies in span X_S.
+    `AssumptionError` (note §4.6 (ii)) when some x^(t), t ∉ S_h, lies in span X_S.
     """
     inside, K = outside_span(data, S)
     if inside:

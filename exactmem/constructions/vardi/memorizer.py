@@ -6,17 +6,17 @@ limited-bit variant. Exact rational weights; see ``docs/vardi.md``.
 
 The network is F = F₃ ∘ F₂ ∘ F₁ (Lemma C.1's three stages):
 
-* **Stage I** (Lemma C.2, :func:`project_to_line`): ``x = σ(wᵀz + β)``, width 1. A random
+* **Stage I** (Lemma C.2, `project_to_line`): ``x = σ(wᵀz + β)``, width 1. A random
   integer direction v, the scale λ = ⌈2/γ⌉ (γ the smallest gap of vᵀz over all V points) and
   the integer shift β put every projected point in [2, R] with pairwise gaps ≥ 2; all three
   facts are verified exactly (resampled on failure).
-* **Stage II** (Lemmas G.2, G.3, :func:`emit_selection`): the N labelled points, sorted,
+* **Stage II** (Lemmas G.2, G.3, `emit_selection`): the N labelled points, sorted,
   form m groups of g consecutive points. Group j's interval indicator
   ``T_j(x) = σ(1 − σ(2(a_j − x)) − σ(2(x − b_j)))`` (Lemma G.2, a_j = ⌊x_first⌋,
   b_j = ⌊x_last⌋ + 1) selects the two crafted integers of the group: u_j (g keys ⌊x_i⌋ of ρ
   bits) and w_j (g labels of c bits), eqs. (99)–(100): ``u ← u + u_j T_j``, ``w ← w + w_j T_j``.
   The three layers per group of Lemma G.3 are pipelined: one layer per group.
-* **Stage III** (Lemma G.6, :func:`_emit_extraction`): bit extraction by the *doubling map*
+* **Stage III** (Lemma G.6, `_emit_extraction`): bit extraction by the *doubling map*
   (background note §1.3(c); the issue allows "an equivalent exact gadget with the same
   asymptotic cost" in place of Vardi's two-trajectory triangle map): for an integer
   0 ≤ U < 2^M, ``s₁ = σ(U − 2^(M−1) + 1)``, ``s₂ = σ(U − 2^(M−1))``, bit ``s₁ − s₂``,
@@ -31,11 +31,11 @@ c = max(1, ⌈log₂ C⌉) for labels in {0, …, C − 1}, fixed-width g·ρ- a
 w_j (slot 0 in the most significant block), the last group padded with slots of key 0 and
 label 0 (key 0 never matches: every projected point is ≥ 2).
 
-Only building happens here; :mod:`exactmem.pipeline.certify` evaluates and the independent checker
+Only building happens here; [`exactmem.pipeline.certify`][exactmem.pipeline.certify] evaluates and the independent checker
 judges. The paper's size formulas (110)/(111) and the rounding of its lemmas live in
-:mod:`exactmem.constructions.vardi.sizes` (re-exported here): rigorous rational enclosures
-(:mod:`exactmem.arith.enclosure`) for :func:`eq110_depth` and :func:`eq111_bits`, an exact integer for
-:func:`eq110_integer`.
+`exactmem.constructions.vardi.sizes` (re-exported here): rigorous rational enclosures
+([`exactmem.arith.enclosure`][exactmem.arith.enclosure]) for `eq110_depth` and `eq111_bits`, an exact integer for
+`eq110_integer`.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def _float_error(i):
 
 def min_sq_distance(points: Sequence[tuple]) -> Fraction:
     """Smallest squared distance between two of the (distinct) points, exactly (1 for fewer
-    than two points); see :func:`exactmem.data.geometry.closest_pair`."""
+    than two points); see `exactmem.data.geometry.closest_pair`."""
     if len(points) < 2:
         return Fraction(1)
     return closest_pair(points)[0]
@@ -222,8 +222,8 @@ def _shrink_direction(v: Tuple[int, ...], s: List[Fraction], gamma: Fraction, sc
 
 def project_to_line(prep: Prepared, seed: int, max_tries: int = 40) -> Projection:
     """A random integer direction v (v = (1) for d = 1; entries in [−K, K], K = max(16, V²),
-    doubled after a collision), shrunk while its gaps are ≥ 4 (:func:`_shrink_direction`), the
-    scale λ of :func:`projection_scale` and the integer shift β = ⌈2 − λ·min vᵀz⌉: then
+    doubled after a collision), shrunk while its gaps are ≥ 4 (`_shrink_direction`), the
+    scale λ of `projection_scale` and the integer shift β = ⌈2 − λ·min vᵀz⌉: then
     x_i = λ vᵀz_i + β ≥ 2 and the pairwise gaps are ≥ λγ ≥ 2.
 
     Resampled when two points collide (γ = 0) or when max x_i > R = 20 r V² δ⁻¹ √(πd)
@@ -313,8 +313,8 @@ class Program:
     ``layer(assign)`` adds a ReLU layer whose registers are ``assign`` (name → (terms over the
     previous layer's registers, bias)) plus, by default, a carry ``n ← n`` of every register
     not reassigned (exact under ReLU: every carried value is itself a ReLU output, ≥ 0).
-    :meth:`compile` drops the registers nothing reads (backwards from the outputs) and turns
-    each layer into an exact :class:`Affine`.
+    `compile` drops the registers nothing reads (backwards from the outputs) and turns
+    each layer into an exact [`Affine`][exactmem.model.Affine].
     """
 
     def __init__(self, inputs: Sequence[str]):
@@ -505,7 +505,7 @@ class Layout:
 
 
 def relu_depth_c1(lay: Layout) -> int:
-    """Exact ReLU depth of :func:`build_c1`: Stage I (1) + Stage II + Stage III."""
+    """Exact ReLU depth of `build_c1`: Stage I (1) + Stage II + Stage III."""
     return 1 + lay.relu_layers
 
 
@@ -684,7 +684,7 @@ def build_f1(points: Sequence, labels: Sequence, C: int, B: int, extra: Sequence
 
 
 def relu_depth_f1(layouts: Sequence[Layout]) -> int:
-    """Exact ReLU depth of :func:`build_f1`: Stage I + each subset's Stages II–III (the sum
+    """Exact ReLU depth of `build_f1`: Stage I + each subset's Stages II–III (the sum
     register r is updated inside the next subset's first layer, so it costs no layer)."""
     return 1 + sum(l.relu_layers for l in layouts)
 

@@ -1,9 +1,9 @@
 """The size formulas of Lemma C.1 (Kajitsuka & Sato, after Vardi et al.) and the rounding its lemmas need.
 
 R² (eq. (95)–(98)), Lemma C.2's bits, eq. (110) as the paper prints it (a rigorous enclosure,
-:func:`eq110_depth`) and with the natural numbers Lemmas G.3 and G.6 require
-(:func:`eq110_integer`), eq. (111), and the slot and label widths the construction uses
-(:func:`slot_count`, :func:`label_width`). Split from :mod:`exactmem.constructions.vardi.memorizer`,
+`eq110_depth`) and with the natural numbers Lemmas G.3 and G.6 require
+(`eq110_integer`), eq. (111), and the slot and label widths the construction uses
+(`slot_count`, `label_width`). Split from `exactmem.constructions.vardi.memorizer`,
 which builds the network and re-exports these names."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def _logs(N: int, C: int, R2: E.Enc, base: str, eq: str):
 @dataclass(frozen=True)
 class Eq110Integers:
     """The natural numbers that Lemma C.1's proof feeds into Lemmas C.2, G.3 and G.6, and the
-    depth (110) they give (see :func:`eq110_integer`)."""
+    depth (110) they give (see `eq110_integer`)."""
 
     m: int  # groups, Lemma G.3's m = ⌈√(N log₂ N)⌉
     n: int  # slots per group, Lemma G.6's n = ⌈√(N / log₂ N)⌉
@@ -114,12 +114,12 @@ def eq110_integer(N: int, C: int, R2: E.Enc) -> Eq110Integers:
       and a larger m only adds depth, so the bound stays an upper bound);
     * Stage III, **Lemma G.6** ("Let ρ, n, c ∈ ℕ", depth 3n·max{ρ, c} + 2n + 2) applied with
       n = √(N/log N) slots and the bit widths of eqs. (99)–(100): n = ⌈√(N/log₂ N)⌉
-      (:func:`slot_count`), ρ = ⌈log₂ R⌉ bits for a key ⌊x_i⌋ ≤ ⌊R⌋ < 2^ρ (R is irrational,
-      :func:`_ceil_log2_sqrt`), c = ⌈log₂ C⌉ bits for a label in {0, …, C − 1}, at least 1
-      (:func:`label_width`).
+      (`slot_count`), ρ = ⌈log₂ R⌉ bits for a key ⌊x_i⌋ ≤ ⌊R⌋ < 2^ρ (R is irrational,
+      `_ceil_log2_sqrt`), c = ⌈log₂ C⌉ bits for a label in {0, …, C − 1}, at least 1
+      (`label_width`).
 
     Eqs. (99)–(110) write these numbers without the ceilings, as an asymptotic estimate does;
-    the real-valued printed form is :func:`eq110_depth`, which is below this one and is not an
+    the real-valued printed form is `eq110_depth`, which is below this one and is not an
     exact count of any network (``docs/errata.md``, observations). N ≥ 2.
     """
     if N < 2:

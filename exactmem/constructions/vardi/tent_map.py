@@ -1,11 +1,11 @@
 """Lemma C.1 with the tent-map Stage III of Kajitsuka & Sato Lemmas G.4–G.6 (Telgarsky's triangle map).
 
 Bit extraction by Telgarsky's triangle (tent) map, Kajitsuka & Sato Lemmas G.4–G.6 (after
-Vardi et al. 2022), instead of the doubling map of :mod:`exactmem.constructions.vardi.memorizer`. The
+Vardi et al. 2022), instead of the doubling map of `exactmem.constructions.vardi.memorizer`. The
 two-trajectory read-out of each bit is ours (the paper defers the step to Vardi et al.). See
 ``docs/kajitsuka-paper.md``.
 
-Stage I (Lemma C.2) and Stage II (Lemmas G.2/G.3) are :mod:`vardi`'s. Stage III, for the
+Stage I (Lemma C.2) and Stage II (Lemmas G.2/G.3) are `vardi`'s. Stage III, for the
 crafted integers u (g slots of ρ key bits, M_u = gρ) and w (g slots of c label bits, M_w = gc):
 
 * **store** ``U = σ(u)``, ``W = σ(w)`` (the selected integers, one layer);
@@ -45,12 +45,12 @@ def stage3_layers(lay: Layout) -> int:
 
 
 def relu_layers(lay: Layout) -> int:
-    """Stages II (m + 1, :func:`vardi.emit_selection`) and III of one tent-map memorizer."""
+    """Stages II (m + 1, `vardi.emit_selection`) and III of one tent-map memorizer."""
     return (lay.m + 1) + stage3_layers(lay)
 
 
 def relu_depth_c1(lay: Layout) -> int:
-    """Exact ReLU depth of :func:`build_c1_tent`: Stage I (1) + Stages II–III."""
+    """Exact ReLU depth of `build_c1_tent`: Stage I (1) + Stages II–III."""
     return 1 + relu_layers(lay)
 
 
@@ -154,7 +154,7 @@ def build_c1_tent(points: Sequence, labels: Sequence, C: int, extra: Sequence = 
                   projection: Optional[vardi.Projection] = None) -> Tuple[Model, Dict[str, object]]:
     """Lemma C.1 with the tent-map Stage III (Lemma G.6's tent map, our two-trajectory read-out), a plain ReLU stack.
 
-    ``projection``: a Stage I projection of the prepared points (default: :mod:`vardi`'s
+    ``projection``: a Stage I projection of the prepared points (default: `vardi`'s
     random one with the same seed, so the doubling-map memorizer ``vardi.build_c1`` sees the
     same projected points); ``slope`` ≠ 2 plants a wrong triangle map (tests)."""
     prep = vardi.prepare(points, labels, extra, C)
