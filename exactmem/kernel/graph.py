@@ -247,7 +247,7 @@ def op_pow(cx, a, x, y=None):
         r = sqrt(cx, a, x)
         return T(out, r.lo, r.hi, r.s)
     k = k.numerator
-    cx.budget.value(k * max(map(int.bit_length, x.lo + x.hi), default=0), "a Pow result")
+    cx.budget.value(k * widest(x), "a Pow result")
     b = [(l ** k, h ** k) if k & 1 or l >= 0 or not k else (h ** k, l ** k) if h <= 0 else (0, max(l ** k, h ** k))
          for l, h in zip(x.lo, x.hi)]
     return fit(out, [v for v, _ in b], [v for _, v in b], x.s * k, cx.F)
@@ -510,9 +510,14 @@ def _attr(rd, kind, v, path):
     return _str(v, path, kind) if isinstance(kind, tuple) else [integer(x, f"{path}[{j}]") for j, x in enumerate(_list(v, path))]
 
 
-def bits(t: T) -> int:
-    """Bits held by a tensor: its elements times its widest value, twice for an interval (lo, hi)."""
-    return len(t.lo) * max(map(int.bit_length, t.lo + ([] if t.hi is t.lo else t.hi)), default=0) * (1 + (t.hi is not t.lo))
+def widest(t: T) -> int:
+    """Bits of the widest value of a tensor (either bound)."""
+    return max(map(int.bit_length, t.lo if t.hi is t.lo else t.lo + t.hi), default=0)
+
+
+def bits(t: T, w=None) -> int:
+    """Bits held by a tensor: its elements times its widest value ``w``, twice for an interval (lo, hi)."""
+    return len(t.lo) * (widest(t) if w is None else w) * (1 + (t.hi is not t.lo))
 
 
 def parse_graph(g, rd):
@@ -613,9 +618,9 @@ def run_graph(G: Graph, x, tokens: bool, F: int, budget, position: str):
             raise MalformedCertificate(unexpected(e, f"model.graph.nodes[{i}] ({op}), input of length {n}")) from None
         for name, t in zip(outs, r):
             budget.tick()
-            budget.value(max(map(int.bit_length, t.lo + ([] if t.hi is t.lo else t.hi)), default=0),
-                         f"a value of model.graph.nodes[{i}] ({op})")
-            held = budget.room(bits(t), held, f"model.graph.nodes[{i}] ({op}), the values held", "max_tensor_bits")
+            w = widest(t)  # once: it bounds the value size and, with the element count, the bits held
+            budget.value(w, f"a value of model.graph.nodes[{i}] ({op})")
+            held = budget.room(bits(t, w), held, f"model.graph.nodes[{i}] ({op}), the values held", "max_tensor_bits")
             env[name] = t
     out = env[G.output]
     sh = out.shape

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from fractions import Fraction
 from typing import Dict, Optional
 
-from .text import int_str
+from .text import fmt, int_str
 
 
 @dataclass
@@ -28,10 +27,11 @@ class Verdict:
 
 
 def jsonable(x):
-    if isinstance(x, Fraction):
-        return int_str(x.numerator) + ("" if x.denominator == 1 else "/" + int_str(x.denominator))
-    if isinstance(x, int) and not isinstance(x, bool) and x.bit_length() > 64:
-        return int_str(x)
+    """``text.fmt`` unabbreviated (a Fraction as exact "p"/"p/q"), through dicts and lists; an int past 2^64 as text."""
     if isinstance(x, dict):
         return {str(k): jsonable(v) for k, v in x.items()}
-    return [jsonable(v) for v in x] if isinstance(x, (list, tuple)) else x
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if isinstance(x, int) and not isinstance(x, bool) and x.bit_length() > 64:
+        return int_str(x)
+    return fmt(x, abbreviate=False)
