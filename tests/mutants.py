@@ -105,7 +105,7 @@ def _out_dim(doc: dict) -> int:
 
 #: The claim quantities of the certificate format: measured on the model, or counted from the data.
 MODEL_QUANTITIES = ("n_params", "n_nonzero", "width", "relu_depth", "attention_layers", "depth", "max_bits",
-                    "total_bits")
+                    "total_bits", "input_dim")
 DATA_QUANTITIES = ("n_examples", "n_rows", "seq_len", "label_classes", "distinct_tokens", "max_norm2", "min_sep2")
 VECTOR_QUANTITIES = ("max_norm2", "min_sep2")  # defined for vector inputs only
 
@@ -220,7 +220,7 @@ def as_feedforward(doc: dict, residual: bool = False) -> Optional[dict]:
     d["model"]["layers"] = out
     meas = _measured(d)
     d["claims"] = [c for c in d["claims"] if _holds(meas[c["quantity"]], c["op"], q(c["bound"]))]
-    return rehash(d)
+    return rehash(_plain_claims(d))
 
 
 # ----------------------------------------------------------------------------- mutant generator
@@ -430,6 +430,8 @@ def _measured(doc: dict) -> Dict[str, object]:
     """The oracle's measurement: the model's (``exactmem.model.measure``) and the data quantities
     (:func:`data_facts`, computed here from the examples; ``min_sep2`` None: no two distinct tokens)."""
     m = measure(model_from_json(doc["model"])).as_dict()
+    inp = doc["model"]["input"]
+    m["input_dim"] = inp["dim"] if inp["type"] == "vectors" else inp["vocab"]
     m.update(data_facts(doc).quantities)
     return m
 
@@ -780,9 +782,11 @@ def generate(doc: dict, seed: int = 0, per_kind: int = 2, kinds: Optional[List[s
                 break
             if kind in ROW_KINDS and any(c["quantity"] == "n_rows" for c in d["claims"]) and rng.random() < 0.4:
                 d["claims"] = [c for c in d["claims"] if c["quantity"] != "n_rows"]
+                _plain_claims(d)  # the n_rows claim may name N, which formulas use
                 desc += " [n_rows claims removed]"
             elif kind not in CLAIM_KINDS and d["claims"] and rng.random() < 0.5:
                 d["claims"] = []
+                d.pop("definitions", None)
                 desc += " [claims removed]"
             rehash(d)
             if d["hash"] in seen or d["hash"] == doc.get("hash"):
@@ -819,6 +823,66 @@ class OracleResult:
 
 class _OracleUndecided(Exception):
     pass
+
+
+def _plain_claims(d: dict) -> dict:
+    """``d`` with its claims' names and formulas dropped (their bounds kept) and no definitions:
+    valid again after some claims were removed."""
+    for c in d["claims"]:
+        c.pop("name", None)
+        c.pop("formula", None)
+    d.pop("definitions", None)
+    return d
+
+
+_MP_OPS = {"+": lambda *a: mpmath.fsum(a), "*": lambda *a: mpmath.fprod(a), "/": lambda a, b: a / b,
+           "-": lambda a, b=None: -a if b is None else a - b, "sqrt": lambda a: _defined(a >= 0) and mpmath.sqrt(a),
+           "ln": lambda a: _defined(a > 0) and mpmath.log(a), "log2": lambda a: _defined(a > 0) and mpmath.log(a, 2),
+           "floor": mpmath.floor, "ceil": mpmath.ceil, "min": min, "max": max}
+
+
+def _defined(ok: bool) -> bool:
+    """True, or ArithmeticError: a formula's value is undefined (log of a number <= 0, √ of a negative)."""
+    if not ok:
+        raise ArithmeticError("undefined")
+    return True
+
+
+def _mp_value(e, env: dict):
+    """An expression of a claim formula in mpmath (120 digits), independently of the kernel."""
+    if isinstance(e, str):
+        if isinstance(env.get(e), Exception):
+            raise env[e]
+        return env[e] if e in env else mpmath.mpf(Fraction(e).numerator) / Fraction(e).denominator
+    if e[0] == "pi":
+        return mpmath.pi
+    if e[0] == "^":
+        return _mp_value(e[1], env) ** int(e[2])
+    return _MP_OPS[e[0]](*(_mp_value(a, env) for a in e[1:]))
+
+
+def _formula_failure(doc: dict) -> Optional[int]:
+    """Index of the first claim whose formula's value is not its bound (mpmath, 120 digits)."""
+    if not any("formula" in c for c in doc["claims"]):
+        return None
+    with mpmath.workdps(120):
+        env = {c["name"]: mpmath.mpf(Fraction(c["bound"]).numerator) / Fraction(c["bound"]).denominator
+               for c in doc["claims"] if "name" in c}
+        for d in doc.get("definitions", []):
+            try:
+                env[d["name"]] = _mp_value(d["expr"], env)
+            except (ArithmeticError, ValueError) as x:  # raised again where a formula uses the name
+                env[d["name"]] = ArithmeticError(str(x))
+        for i, c in enumerate(doc["claims"]):
+            if "formula" in c:
+                b = Fraction(c["bound"])
+                try:
+                    v = _mp_value(c["formula"], env)
+                except (ArithmeticError, ValueError, ZeroDivisionError):
+                    return i
+                if abs(v - mpmath.mpf(b.numerator) / b.denominator) > mpmath.mpf(10) ** -100:
+                    return i
+    return None
 
 
 def _claims_first_failure(doc: dict, data: Optional[bool] = None, meas: Optional[dict] = None) -> Optional[int]:
@@ -1051,8 +1115,11 @@ def oracle(doc: dict) -> OracleResult:
     """
     model = model_from_json(doc["model"])
     facts = data_facts(doc)
-    meas = {**measure(model).as_dict(), **facts.quantities}
-    c = _claims_first_failure(doc, False, meas)
+    inp = doc["model"]["input"]
+    meas = {**measure(model).as_dict(), "input_dim": inp["dim"] if inp["type"] == "vectors" else inp["vocab"],
+            **facts.quantities}
+    c = _formula_failure(doc)  # the kernel checks the claim formulas first
+    c = _claims_first_failure(doc, False, meas) if c is None else c
     xs = _inputs(doc)
     approximate = model.has_softmax
     if approximate:

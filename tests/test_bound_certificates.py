@@ -20,6 +20,7 @@ import pytest
 
 from bound_mutants import bound_mutants, oracle_false, rehash
 from exactmem.bounds.arch import BoundsInputError, parse_count
+from exactmem.kernel import expression as ex
 from exactmem.kernel import lowerbound as el
 from exactmem.kernel.enclosure import e_interval
 from exactmem.kernel.limits import Budget, Limits
@@ -228,31 +229,31 @@ def test_undefined_values_refute():
 
 def test_enclosures_contain_known_values():
     b = Budget()
-    ln2 = el.ln(el.point(2), 200, b)
+    ln2 = ex.ln(ex.point(2), 200, b)
     # each known value between two decimals: lo must be below the upper one, hi above the lower one
     assert ln2.lo < Fraction(69314718055994530941723212146, 10 ** 29) and ln2.hi > Fraction(69314718055994530941723212145, 10 ** 29)
     assert ln2.hi - ln2.lo < Fraction(1, 2 ** 190)
-    lg = el.log2(el.point(Fraction(1, 3)), 128, b)
+    lg = ex.log2(ex.point(Fraction(1, 3)), 128, b)
     assert lg.lo < -Fraction(15849625007211561814, 10 ** 19) and lg.hi > -Fraction(15849625007211561815, 10 ** 19)
     e = e_interval(128)
     assert e.lo < Fraction(27182818284590452354, 10 ** 19) and e.hi > Fraction(27182818284590452353, 10 ** 19)
-    r = el.sqrt(el.point(2), 128, b)
+    r = ex.sqrt(ex.point(2), 128, b)
     assert r.lo ** 2 < 2 < r.hi ** 2 and r.hi - r.lo < Fraction(1, 2 ** 120)
-    assert el.sqrt(el.point(Fraction(9, 4)), 64, b) == el.point(Fraction(3, 2))
-    assert el.log2(el.point(Fraction(1, 1024)), 64, b) == el.point(-10)
-    assert el.ipow(el.Interval(Fraction(-2), Fraction(3)), 2, 64, b) == el.Interval(0, 9)
-    with pytest.raises(el.Undecided):
-        el.floor_of(el.Interval(Fraction(19, 10), Fraction(21, 10)))
-    assert el.floor_of(el.Interval(Fraction(21, 10), Fraction(29, 10))) == 2
+    assert ex.sqrt(ex.point(Fraction(9, 4)), 64, b) == ex.point(Fraction(3, 2))
+    assert ex.log2(ex.point(Fraction(1, 1024)), 64, b) == ex.point(-10)
+    assert ex.ipow(ex.Interval(Fraction(-2), Fraction(3)), 2, 64, b) == ex.Interval(0, 9)
+    with pytest.raises(ex.Undecided):
+        ex.floor_of(ex.Interval(Fraction(19, 10), Fraction(21, 10)))
+    assert ex.floor_of(ex.Interval(Fraction(21, 10), Fraction(29, 10))) == 2
 
 
 def test_em_sum_agrees_with_direct_sums():
     b = Budget()
     for args in [(3, 2, 8, -4, 1, 500), (Fraction(1, 2), 5, 5, 1, 2, 300), (-7, 3, 4, 0, 3, 400)]:
-        direct = el.point(0)
+        direct = ex.point(0)
         for l in range(args[4], args[5] + 1):
-            direct = el.add(direct, el.mul(el.point(args[0] + args[1] * l),
-                                           el.log2(el.point(args[2] * l + args[3]), 96, b), 96, b), 96, b)
+            direct = ex.add(direct, ex.mul(ex.point(args[0] + args[1] * l),
+                                           ex.log2(ex.point(args[2] * l + args[3]), 96, b), 96, b), 96, b)
         s = el.em_sum(*(Fraction(x) for x in args[:4]), args[4], args[5], 64, b)
         assert s.lo <= direct.hi and direct.lo <= s.hi
         assert s.hi - s.lo < Fraction(1, 2 ** 20)
@@ -414,10 +415,10 @@ def test_a_version_1_certificate_with_words_for_a_conclusion_is_malformed(minw_d
 
 def test_rendering_keeps_precedence_and_abbreviates():
     names = set()
-    assert el.render(["*", "9", ["^", ["-", "W", "1"], "2"], "lam"], names) == "9·(W - 1)^2·lam"
-    assert el.render(["-", "a", ["-", "b", "c"]], names) == "a - (b - c)"
-    assert el.render(["/", ["+", "a", "b"], ["*", "c", "d"]], names) == "(a + b)/(c·d)"
-    assert el.render(["log2", ["*", "48", ["e"], "nN"]], names) == "log2(48·e·nN)"
+    assert ex.render(["*", "9", ["^", ["-", "W", "1"], "2"], "lam"], names) == "9·(W - 1)^2·lam"
+    assert ex.render(["-", "a", ["-", "b", "c"]], names) == "a - (b - c)"
+    assert ex.render(["/", ["+", "a", "b"], ["*", "c", "d"]], names) == "(a + b)/(c·d)"
+    assert ex.render(["log2", ["*", "48", ["e"], "nN"]], names) == "log2(48·e·nN)"
     assert names == {"W", "lam", "a", "b", "c", "d", "nN"}
     big = "1" * 500
-    assert "(500 digits)" in el.render(big, set()) and len(el.render(["+"] + ["x"] * 400, set())) <= 161
+    assert "(500 digits)" in ex.render(big, set()) and len(ex.render(["+"] + ["x"] * 400, set())) <= 161

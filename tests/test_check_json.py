@@ -102,3 +102,15 @@ def test_verdict_to_json_is_exact_for_huge_numbers():
     num, den = j["measured"]["a"].split("/")
     assert den == "3" and parse_int(num) == big
     assert j["measured"]["b"] == num and j["measured"]["c"] == 5 and j["measured"]["d"] == ["1/2"]
+
+
+def test_check_output_read_by_a_reader_that_leaves_early(written):
+    """`exactmem check CERT --json | head -c 0`: the reader leaves; exit 141 (128 + SIGPIPE), as
+    the other commands, and no traceback."""
+    cert = next(p for p in sorted(written("kajitsuka").glob("*.json")))
+    with subprocess.Popen([sys.executable, "-m", "exactmem", "check", str(cert), "--json", "--quiet"], cwd=ROOT,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        proc.stdout.close()  # before the check answers (it reads and checks the file first)
+        err = proc.stderr.read().decode()
+        code = proc.wait(timeout=300)
+    assert "Traceback" not in err and code == 141, (code, err[-500:])

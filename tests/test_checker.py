@@ -174,7 +174,7 @@ def test_affine_relu_hand_computed_and_measured():
     v = check(doc)
     assert (v.status, v.exit_code, v.precision, v.witness) == ("CERTIFIED", 0, None, None)
     assert v.measured == {"n_params": 6, "n_nonzero": 6, "width": 2, "relu_depth": 1, "attention_layers": 0,
-                          "depth": 1, "max_bits": 3, "total_bits": 15, "n_examples": 2,
+                          "depth": 1, "max_bits": 3, "total_bits": 15, "input_dim": 2, "n_examples": 2,
                           "n_rows": 2, "seq_len": 1, "label_classes": 2, "distinct_tokens": 2}
     bad = cert(mdl, [[[1, 2]], [[3, -1]]], [[0, 1], [F(9, 2), 3]])
     v = check(bad)

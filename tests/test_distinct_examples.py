@@ -176,8 +176,9 @@ def kaj(tmp_path_factory):
     inst = Instance(f"N{N}-n4-d3-C4-distinct", params)
     row = certify_instance(thm, inst, 0, str(tmp_path_factory.mktemp("kaj")), quiet=True, chunk_examples=0)
     assert row.verdict == "CERTIFIED", row.message
-    doc = load_certificate(row.path)
+    doc = M._plain_claims(load_certificate(row.path))  # these tests edit n_rows: no formula uses its name here
     doc.pop("meta", None)
+    doc["hash"] = canonical_hash(doc)
     assert doc["version"] == 1 and len(doc["dataset"]["inputs"]) == N
     assert [c for c in doc["claims"] if c["quantity"] in ("n_rows", "n_examples")] == \
         [{**claim("n_rows", "==", N), "source": doc["claims"][0]["source"]},

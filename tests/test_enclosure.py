@@ -9,6 +9,7 @@ import mpmath
 import pytest
 
 from exactmem.kernel import enclosure as enc
+from exactmem.kernel import fixedpoint as fxp
 
 
 
@@ -61,21 +62,21 @@ FX = [0, 1, -1, 5, -5, 1 << 20, -(1 << 20)] + [RNG.randrange(-(12 << 20), 12 << 
 @pytest.mark.parametrize("F", [8, 20, 64])
 def test_fixed_point_functions_enclose_mpmath(F):
     two = mpmath.mpf(2) ** F
-    fs = [(enc.exp_fx, mpmath.exp), (enc.tanh_fx, mpmath.tanh), (enc.sigmoid_fx, lambda x: 1 / (1 + mpmath.exp(-x))),
-          (enc.erf_fx, mpmath.erf)]
+    fs = [(fxp.exp_fx, mpmath.exp), (fxp.tanh_fx, mpmath.tanh), (fxp.sigmoid_fx, lambda x: 1 / (1 + mpmath.exp(-x))),
+          (fxp.erf_fx, mpmath.erf)]
     for n in FX + [-(1 << (F + 12)), (F + 3) << F, -((F + 3) << F)]:
         n = n >> (20 - F) if F < 20 else n << (F - 20)
         x = mpmath.mpf(n) / two
         for f, ref in fs:
-            if f is enc.exp_fx and x > 40:
+            if f is fxp.exp_fx and x > 40:
                 continue
             lo, hi = f(n, F, False), f(n, F, True)
             assert lo <= ref(x) * two <= hi, (f.__name__, n, F)
-            assert hi - lo <= 8 + (ref(x) if f is enc.exp_fx else 0), (f.__name__, n, F)  # exp: F + 8 relative bits
+            assert hi - lo <= 8 + (ref(x) if f is fxp.exp_fx else 0), (f.__name__, n, F)  # exp: F + 8 relative bits
         for tanh_form in (False, True):
             g = (lambda x: (1 + mpmath.tanh(mpmath.sqrt(2 / mpmath.pi) * (x + mpmath.mpf(44715) / 10 ** 6 * x ** 3))) / 2
                  ) if tanh_form else (lambda x: (1 + mpmath.erf(x / mpmath.sqrt(2))) / 2)
-            assert enc.phi_fx(n, F, False, tanh_form) <= g(x) * two <= enc.phi_fx(n, F, True, tanh_form)
+            assert fxp.phi_fx(n, F, False, tanh_form) <= g(x) * two <= fxp.phi_fx(n, F, True, tanh_form)
         if n >= 0:
             assert enc.sqrt_bound(n, 1 << F, F, False) <= mpmath.sqrt(x) * two <= enc.sqrt_bound(n, 1 << F, F, True)
 
@@ -85,7 +86,7 @@ def test_pi_constants_enclose_mpmath(F):
     two = mpmath.mpf(2) ** F
     lo, hi = enc.pi_fx(F)
     assert lo <= mpmath.pi * two <= hi and hi - lo <= 2
-    lo, hi = enc.inv_sqrt_pi_fx(F)
+    lo, hi = fxp.inv_sqrt_pi_fx(F)
     assert lo <= two / mpmath.sqrt(mpmath.pi) <= hi
-    lo, hi = enc.sqrt_2_over_pi_fx(F)
+    lo, hi = fxp.sqrt_2_over_pi_fx(F)
     assert lo <= mpmath.sqrt(2 / mpmath.pi) * two <= hi

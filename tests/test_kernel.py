@@ -30,9 +30,12 @@ BASES = {
     "layer-model": ("text.py", "limits.py", "verdict.py", "fields.py", "linear.py", "schema.py", "layerschema.py",
                     "enclosure.py", "evaluate.py", "checker.py", "facts.py", "geometry.py"),
     "graph-model": ("text.py", "limits.py", "verdict.py", "fields.py", "schema.py", "enclosure.py", "checker.py", "facts.py",
-                    "graph.py"),
+                    "fixedpoint.py", "graph.py"),
     "lower-bound": ("text.py", "limits.py", "verdict.py", "fields.py", "schema.py", "enclosure.py", "checker.py",
-                    "lowerbound.py"),
+                    "expression.py", "lowerbound.py"),
+    # a layer model's claim formulas (formulas.check_formulas): that each bound is its formula's value
+    "claim-formula": ("text.py", "limits.py", "verdict.py", "fields.py", "enclosure.py", "expression.py",
+                      "formulas.py"),
 }
 KERNEL = tuple(dict.fromkeys(f for files in BASES.values() for f in files))  # every kernel file, once
 CAP = 1500  # code lines of one trusted base (issue 16's 1,000, raised for interval layer kinds: issue 23)
@@ -179,18 +182,24 @@ TRACE = r"""
 import json, sys, os
 from exactmem.kernel import checker, lowerbound, graph  # imports first: module bodies are not traced
 from exactmem.certificate.chunkfiles import chunk_reader
-ran = set()
+ran, formula = set(), set()
+def in_formulas(frame):
+    while frame is not None:
+        if frame.f_code.co_name == "check_formulas" and frame.f_code.co_filename.endswith("formulas.py"):
+            return True
+        frame = frame.f_back
+    return False
 def tracer(frame, event, arg):
     if event == "call":
         f = frame.f_code.co_filename
         if os.sep + "kernel" + os.sep in f:
-            ran.add(os.path.basename(f))
+            (formula if in_formulas(frame) else ran).add(os.path.basename(f))
     return None
 doc = json.load(open(sys.argv[1]))
 sys.settrace(tracer)
 v = checker.check_certificate(doc, read_chunk=chunk_reader(os.path.dirname(sys.argv[1])))
 sys.settrace(None)
-print(json.dumps({"status": v.status, "ran": sorted(ran)}))
+print(json.dumps({"status": v.status, "ran": sorted(ran), "formula": sorted(formula)}))
 """
 
 
@@ -223,21 +232,30 @@ def one_of_each(tmp_path_factory):
                         str(t / "lb.json")], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     out["lower-bound"] = [t / "lb.json"]
+    r = subprocess.run([sys.executable, "-m", "exactmem", "certify", "proofs/kajitsuka.py", "--only",
+                        "kajitsuka.next_token/N12-n4-d3-C4", "--out", str(t / "k"), "--quiet"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    out["layer-model"] += sorted((t / "k").glob("*.json"))  # with claim formulas
     return out
 
 
 def test_each_verdict_runs_only_its_trusted_base(one_of_each):
     """The files whose functions run while a certificate is checked lie in the base documented for
     its kind: a reviewer of one kind of verdict need not read the other kinds' evaluators."""
+    formula = set()
     for kind, paths in one_of_each.items():
         ran = set()
         for p in paths:
             r = _traced(p)
             assert r["status"] in ("CERTIFIED", "UNKNOWN", "REFUTED"), r
             ran |= set(r["ran"])
+            formula |= set(r["formula"])
         print(f"\n{kind}: ran {sorted(ran)}")
         ran -= set(COMMAND)  # the chunk reader is untrusted: the kernel verifies every chunk's digest
         assert ran <= set(BASES[kind]), (kind, sorted(ran - set(BASES[kind])))
+    print(f"claim formulas: ran {sorted(formula)}")
+    assert "expression.py" in formula and formula <= set(BASES["claim-formula"]), sorted(formula)
 
 
 def test_interrupted_check_exits_130_on_both_entry_points(cert_file, monkeypatch, capsys):
@@ -264,7 +282,8 @@ def test_the_kernel_folder_names_each_trusted_base():
     """``exactmem/kernel/__init__.py`` lists each base's files, the same as BASES (a reviewer reads the
     folder, not this test), and the folder holds no file outside every base."""
     doc = ast.get_docstring(ast.parse((KERNEL_DIR / "__init__.py").read_text()))
-    for kind, head in (("layer-model", "layer models"), ("graph-model", "graph models"), ("lower-bound", "lower-bound")):
+    for kind, head in (("layer-model", "layer models"), ("graph-model", "graph models"), ("lower-bound", "lower-bound"),
+                       ("claim-formula", "claim formulas")):
         item = re.search(rf"\* {head}[^:]*:(.*?)(?:;\n|\.\n)", doc, re.S)
         assert item, kind
         assert set(re.findall(r"``(\w+)``", item.group(1))) == {f[:-3] for f in BASES[kind]}, kind

@@ -442,10 +442,11 @@ def _decided_ruled_out(nN: int, name: str, ch: Chain) -> bool:
     """Add the verdict step nN > bound (ruled out) or nN ≤ bound, as the producer's enclosure says."""
     from ..kernel.limits import Budget
     from ..kernel.enclosure import Undecided
-    from ..kernel.lowerbound import _Parser, _definitions, evaluate
+    from ..kernel.expression import definitions
+    from ..kernel.lowerbound import ARITY, EXTRA, Parser, evaluate
 
     budget = Budget()
-    rd = _Parser(budget)
+    rd = Parser(budget, ARITY)
     defs = []
     for d in ch.definitions:
         defs.append((d["name"], rd.expr(d["expr"], d["name"])))
@@ -453,7 +454,7 @@ def _decided_ruled_out(nN: int, name: str, ch: Chain) -> bool:
     p = 64
     while True:
         try:
-            v = evaluate(("name", name), _definitions(defs, p, budget), p, budget)
+            v = evaluate(("name", name), definitions(defs, {}, p, budget, EXTRA), p, budget, EXTRA)
             if v.hi < nN or v.lo >= nN:
                 break
         except Undecided:

@@ -627,7 +627,7 @@ def check_certificate_fast(doc: dict, max_precision: Optional[int] = None, *, li
     except LimitExceeded as x:
         return Verdict("UNKNOWN", None, f"{x} while reading the certificate", None, {}, x.limit)
     cap = precision_cap(cert, max_precision, budget.limits)
-    if refuted := check_claims(cert):
+    if refuted := check_claims(cert, budget=budget, cap=cap):
         return refuted
     facts = new_facts(cert)
     if cert.chunks is None:

@@ -14,7 +14,7 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..data.dataset import Dataset, dataset_to_json
 from ..model.layers import Model
@@ -31,12 +31,21 @@ OPS = ("==", "<=", ">=", "<", ">")
 
 @dataclass(frozen=True)
 class Claim:
-    """A size claim of a theorem: ``quantity op bound`` (bound computed exactly from the paper)."""
+    """A size claim of a theorem: ``quantity op bound`` (bound computed exactly from the paper).
+
+    ``name`` binds the bound to a name that claim formulas may use (``label_classes <= 4`` named C);
+    ``formula`` (an expression, ``docs/certificate.md`` § *Claim formulas*) says where the bound
+    comes from, and the kernel checks that it evaluates to exactly ``bound``; ``definitions`` are
+    the named expressions the formula uses (collected into the certificate's ``definitions``).
+    Build formula claims with `exactmem.certificate.formulas.Formulas`, which computes the bound."""
 
     quantity: str
     op: str
     bound: Any
     source: str = ""
+    name: Optional[str] = None
+    formula: Any = None
+    definitions: Tuple[Tuple[str, Any, str], ...] = ()
 
     def __post_init__(self):
         if self.quantity not in QUANTITIES:
@@ -45,11 +54,26 @@ class Claim:
             raise ValueError(f"unknown claim operator {self.op!r}")
         object.__setattr__(self, "bound", to_rational(self.bound))
 
-    def to_json(self) -> Dict[str, str]:
-        return {"quantity": self.quantity, "op": self.op, "bound": format_rational(self.bound), "source": self.source}
+    def to_json(self) -> Dict[str, Any]:
+        out = {"quantity": self.quantity, "op": self.op, "bound": format_rational(self.bound), "source": self.source}
+        if self.name is not None:
+            out["name"] = self.name
+        if self.formula is not None:
+            out["formula"] = self.formula
+        return out
 
     def __str__(self) -> str:
         return f"{self.quantity} {self.op} {format_rational(self.bound)}"
+
+
+def definitions_json(claims: List[Claim]) -> List[Dict[str, Any]]:
+    """The named expressions every claim formula uses, each once, in the order first used."""
+    seen: Dict[str, Any] = {}
+    for c in claims:
+        for name, expr, note in c.definitions:
+            if seen.setdefault(name, (expr, note)) != (expr, note):
+                raise ValueError(f"two claims define {name!r} differently")
+    return [{"name": n, "expr": e, **({"note": note} if note else {})} for n, (e, note) in seen.items()]
 
 
 def _output_json(model: Model, out) -> Any:
@@ -88,6 +112,7 @@ def certificate_head(theorem: str, instance: str, seed: Optional[int], model: Mo
         "dataset": None,
         "outputs": None,
         "claims": [c.to_json() for c in claims],
+        **({"definitions": defs} if (defs := definitions_json(claims)) else {}),
         "check": {"error_bound": format_rational(error_bound) if error_bound is not None else None,
                   "max_precision": int(max_precision)},
         "meta": dict(meta or {}),

@@ -163,8 +163,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     code, out, err = answer(run, args.json, args.cert)
     if err:
         print(err, file=sys.stderr)
-    if out:
-        print(out)
+    try:
+        if out:
+            print(out)
+        sys.stdout.flush()  # here, so that a reader leaving early (`| head`) is caught, not at exit
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as the main parser's commands (docs/cli.md)
     return code
 
 

@@ -158,7 +158,7 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
         return Verdict("UNKNOWN", None, f"{x} while reading the certificate", None, {}, x.limit)
     until_ns = _shared_deadline(budget)  # the certificate may have asked for less time
     cap = precision_cap(cert, max_precision, budget.limits)
-    refuted = check_claims(cert)
+    refuted = check_claims(cert, budget=budget, cap=cap)
     n = _rows(cert)
     if refuted or not n:
         return refuted or conclude(cert, check_examples(cert, range(0), cap, budget), new_facts(cert), budget)

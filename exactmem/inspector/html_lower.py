@@ -41,7 +41,7 @@ def step_verdicts(doc: dict, limits) -> Tuple[List[Tuple[str, str, str]], str]:
     undecided | not decided; and a note (empty, or the limit that stopped the evaluation)."""
     from ..kernel.enclosure import Undecided
     from ..kernel.limits import Budget, LimitExceeded
-    from ..kernel.lowerbound import START_PRECISION, DomainError, decide, evaluate, parse_lower_bound
+    from ..kernel.lowerbound import EXTRA, START_PRECISION, DomainError, decide, evaluate, parse_lower_bound
     from ..kernel.text import fmt
 
     budget = Budget(limits)
@@ -53,14 +53,14 @@ def step_verdicts(doc: dict, limits) -> Tuple[List[Tuple[str, str, str]], str]:
             env: Dict[str, Any] = {}
             for name, e in cert["defs"]:
                 try:
-                    env[name] = evaluate(e, env, p, budget)
+                    env[name] = evaluate(e, env, p, budget, EXTRA)
                 except (Undecided, DomainError) as x:
                     env[name] = type(x)(f"in definition {name!r}: {x}")
             left = []
             for i in pending:
                 s, lhs, rel, rhs = cert["steps"][i]
                 try:
-                    L, R = evaluate(lhs, env, p, budget), evaluate(rhs, env, p, budget)
+                    L, R = evaluate(lhs, env, p, budget, EXTRA), evaluate(rhs, env, p, budget, EXTRA)
                     ok = decide(L, rel, R)
                     sides = f"lhs ∈ {fmt([L.lo, L.hi])}, rhs ∈ {fmt([R.lo, R.hi])}"
                 except DomainError as x:

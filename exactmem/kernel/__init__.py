@@ -7,10 +7,16 @@ Every file here is one a reviewer must trust, and nothing else is here (``docs/c
   ``schema``, ``layerschema``, ``enclosure``, ``checker``, ``facts``, ``geometry``, ``linear``,
   ``evaluate``;
 * graph models (trained networks, ``exactmem verify``): ``text``, ``limits``, ``verdict``,
-  ``fields``, ``schema``, ``enclosure``, ``checker``, ``facts``, ``graph``;
+  ``fields``, ``schema``, ``enclosure``, ``checker``, ``facts``, ``fixedpoint``, ``graph``;
 * lower-bound certificates: ``text``, ``limits``, ``verdict``, ``fields``, ``schema``,
-  ``enclosure``, ``checker``, ``lowerbound``.
+  ``enclosure``, ``checker``, ``expression``, ``lowerbound``;
+* claim formulas (a layer model's bounds stated as formulas: that each bound is its formula's
+  value, pure arithmetic): ``text``, ``limits``, ``verdict``, ``fields``, ``enclosure``,
+  ``expression``, ``formulas``.
 
-``tests/test_kernel.py`` traces a check of each kind and fails if a file outside its base runs.
+A layer model with claim formulas rests on two bases: the layer-model base for the network and
+the comparison of each claim with the measured quantity, the claim-formula base for "this bound is
+the value of this formula". ``tests/test_kernel.py`` traces a check of each kind (the claim
+formulas while `formulas.check_formulas` runs) and fails if a file outside its base runs.
 The public entry points are ``checker.check_certificate`` and ``checker.load_certificate``.
 """

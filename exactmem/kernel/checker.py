@@ -15,6 +15,7 @@ from typing import Callable, Iterable, List, Optional, Tuple
 from .evaluate import Softmax2Fault, Undecided, exact_prefix, interval_suffix
 from .fields import unexpected  # noqa: F401 (re-exported: the command's one-line errors)
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES, DataFacts
+from .formulas import check_formulas
 from .graph import run_graph
 from .limits import DEFAULT_MAX_PRECISION, Budget, LimitExceeded, Limits
 from .enclosure import Interval
@@ -90,11 +91,15 @@ def judge_verdict(cert: ParsedCertificate, e: int, cols, s: int) -> Tuple[str, O
     return "fail", {**w, "position": t} if cert.position == "all" else w
 
 
-def check_claims(cert: ParsedCertificate, data: bool = False, skip=()) -> Optional[Verdict]:
+def check_claims(cert: ParsedCertificate, data: bool = False, skip=(), budget: Optional[Budget] = None,
+                 cap: Optional[int] = None) -> Optional[Verdict]:
     """The REFUTED verdict of the first failing claim, or None when all hold: the model's claims
-    (``data`` False, judged before any example), or the claims on the data quantities that the
-    examples' facts gave (``data`` True; ``min_sep2`` None: no two distinct tokens, so only a
-    lower bound holds, vacuously)."""
+    (``data`` False, judged before any example, after the claim formulas: `formulas.check_formulas`
+    within ``budget`` up to ``cap`` bits, which may also answer UNKNOWN), or the claims on the data
+    quantities that the examples' facts gave (``data`` True; ``min_sep2`` None: no two distinct
+    tokens, so only a lower bound holds, vacuously)."""
+    if not data and cert.formulas and (v := check_formulas(cert, cap or cert.max_precision, budget or Budget())):
+        return v
     m = cert.measured
     for raw, q, op, bound in cert.claims:
         if (q in DATA_QUANTITIES or q in VERDICT_QUANTITIES) != data or q in skip:
@@ -139,13 +144,13 @@ def conclude(cert: ParsedCertificate, v: Verdict, facts: DataFacts, budget: Budg
         return refuted or v
     rows = f" ({facts.rows} rows; {facts.repeats} repeated {_plural(facts.repeats, 'row')} counted once)" \
         if facts.repeats else ""
-    n, tail = m["n_examples"], v.message.split(" (", 1)[-1]
+    n, tail = m["n_examples"], v.message.rsplit(" (", 1)[-1]  # the precision note, after any formula text
     if cert.graph is not None:
         v.message = (f"every claimed verdict holds: {m['n_pass']} of {n} distinct examples pass, {m['n_fail']} fail, "
-                     f"{n - m['n_pass'] - m['n_fail']} not claimed{rows}; {_claims_hold(len(cert.claims))} ({tail}")
+                     f"{n - m['n_pass'] - m['n_fail']} not claimed{rows}; {_claims_hold(cert)} ({tail}")
         return v
     v.message = (f"all {n} distinct {_plural(n, 'example')} pass{'es' if n == 1 else ''}{rows} and "
-                 f"{_claims_hold(len(cert.claims))} ({tail}")
+                 f"{_claims_hold(cert)} ({tail}")
     return v
 
 
@@ -153,8 +158,10 @@ def _plural(n: int, word: str) -> str:
     return word if n == 1 else word + "s"
 
 
-def _claims_hold(k: int) -> str:
-    return "no claims are stated" if k == 0 else "the one claim holds" if k == 1 else f"all {k} claims hold"
+def _claims_hold(cert: ParsedCertificate) -> str:
+    k = len(cert.claims)
+    text = "no claims are stated" if k == 0 else "the one claim holds" if k == 1 else f"all {k} claims hold"
+    return text + (cert.formulas.get("text", "") if cert.formulas else "")
 
 
 def precision_cap(cert: ParsedCertificate, max_precision: Optional[int], limits: Limits) -> int:
@@ -197,7 +204,7 @@ def _ladder(cap: int, attempt: Callable):
 
 def _certified(cert: ParsedCertificate, n: int, used: Optional[int], where: str = "") -> Verdict:
     tail = f"interval precision up to {used} bits" if used is not None else "exact"
-    return Verdict("CERTIFIED", None, f"all {n} {_plural(n, 'example')} pass and {_claims_hold(len(cert.claims))} "
+    return Verdict("CERTIFIED", None, f"all {n} {_plural(n, 'example')} pass and {_claims_hold(cert)} "
                                       f"({tail}{where})",
                    used, cert.measured)
 
@@ -339,7 +346,7 @@ def _check(doc, max_precision, budget: Budget, read_chunk) -> Verdict:
     except LimitExceeded as x:
         return Verdict("UNKNOWN", None, f"{x} while reading the certificate", None, {}, x.limit)
     cap = precision_cap(cert, max_precision, budget.limits)
-    if refuted := check_claims(cert):
+    if refuted := check_claims(cert, budget=budget, cap=cap):
         return refuted
     facts = new_facts(cert)
     if cert.chunks is None:

@@ -1,23 +1,19 @@
-"""Enclosures of real functions (kernel; standard library only): exp, ln, √, e, π, tanh, σ, erf, Φ.
+"""Enclosures of real functions (kernel; standard library only): exp, ln, √, e, π.
 
 The one place where the kernel bounds them, for every kind of certificate.
 
 One proof per function, in its docstring (exp: ``docs/certificate.md`` § *Proofs of the
-enclosures*, which lists them all). Two representations:
+enclosures*, which lists them all). ``Interval(lo, hi)`` is {x : lo <= x <= hi}, endpoints
+``int``/``Fraction``. *Rounding to p bits* replaces an endpoint by a dyadic ``m * 2^e``, ``|m| < 2^p``,
+outward (``lo`` down, ``hi`` up), so every result contains the exact result for any points of the
+arguments. A nonzero number never rounds to zero (rounding is relative): positive lower bounds stay
+positive. `exp_bound`, `ln_point`, `ln2`, `e_interval`, `sqrt_bound`, and π in fixed point
+(`pi_fx`: ``n`` stands for ``n / 2^F``), which ``fixedpoint.py`` (graph models' exp, tanh, σ, erf,
+Φ) reads too.
 
-* **Rational.** ``Interval(lo, hi)`` is {x : lo <= x <= hi}, endpoints ``int``/``Fraction``.
-  *Rounding to p bits* replaces an endpoint by a dyadic ``m * 2^e``, ``|m| < 2^p``, outward (``lo``
-  down, ``hi`` up), so every result contains the exact result for any points of the arguments. A
-  nonzero number never rounds to zero (rounding is relative): positive lower bounds stay positive.
-  `exp_bound`, `ln_point`, `ln2`, `e_interval`, `sqrt_bound`.
-* **Fixed point** (graph models). An integer ``n`` stands for the real ``n / 2^F``. Each
-  ``f_fx(n, F, up)`` returns an integer ``b`` with ``b / 2^F >= f(n / 2^F)`` when ``up`` and
-  ``b / 2^F <= f(n / 2^F)`` otherwise, so a monotone function maps an interval ``[lo, hi]`` to
-  ``[f(lo, F, False), f(hi, F, True)]`` (decreasing: the other way round). The fixed-point value
-  ``n / 2^F`` is the rational ``Fraction(n, 2^F)``: exp and √ are the rational proofs read there.
-
-Used by ``evaluate.py`` (layer models), ``graph.py`` (graph models) and ``lowerbound.py`` (lower
-bounds); each keeps its own interval operations (sums, products, softmax) next to its evaluator.
+Used by ``evaluate.py`` (layer models), ``fixedpoint.py`` and ``graph.py`` (graph models) and
+``expression.py`` (claim formulas and lower bounds); each keeps its own interval operations (sums,
+products, softmax) next to its evaluator.
 No floating point, no tolerance; ``tick`` (the budget's clock) is called inside long series.
 """
 
@@ -182,35 +178,6 @@ def ln_point(x: Fraction, p: int) -> Interval:
     return rounded(klo + Fraction(2 * lo, 1 << F), khi + Fraction(2 * hi, 1 << F), p)
 
 
-# ------------------------------------------------------------------ fixed point (graph models)
-
-def exp_fx(n: int, F: int, up: bool, tick=None) -> int:
-    """exp(n / 2^F). Below x = −F: 0 < exp(x) < e^−F < 2^−F, so the bounds are 0 and 1 units (this
-    keeps masked scores of −3.4·10^38 cheap); otherwise `exp_bound` at F + 8 bits, rounded outward."""
-    if n < -(F << F):
-        return 1 if up else 0
-    b = exp_bound(Fraction(n, 1 << F), F + 8, up, tick)
-    return cdiv(b.numerator << F, b.denominator, up)
-
-
-def tanh_fx(n: int, F: int, up: bool, tick=None) -> int:
-    """tanh is odd; for x >= 0, tanh x = (1 − E)/(1 + E) with E = e^(−2x) in (0, 1], decreasing in E:
-    the upper bound uses E rounded down, the lower bound E rounded up."""
-    if n < 0:
-        return -tanh_fx(-n, F, not up, tick)
-    E = exp_fx(-2 * n, F, not up, tick)
-    return cdiv(((1 << F) - E) << F, (1 << F) + E, up)
-
-
-def sigmoid_fx(n: int, F: int, up: bool, tick=None) -> int:
-    """σ(x) = 1/(1 + E), E = e^(−x) in (0, 1] for x >= 0 (decreasing in E); σ(x) = 1 − σ(−x)
-    for x < 0, so exp is only taken of arguments <= 0."""
-    if n < 0:
-        return (1 << F) - sigmoid_fx(-n, F, not up, tick)
-    E = exp_fx(-n, F, not up, tick)
-    return cdiv(1 << 2 * F, (1 << F) + E, up)
-
-
 @lru_cache(maxsize=64)
 def pi_fx(F: int):
     """(lo, hi) with lo <= π·2^F <= hi. Machin: π = 16 atan(1/5) − 4 atan(1/239), and atan(1/k) =
@@ -228,68 +195,3 @@ def pi_fx(F: int):
 
     (a, b), (c, d) = atan_inv(5), atan_inv(239)
     return (16 * a - 4 * d) >> 16, -(-(16 * b - 4 * c) >> 16)
-
-
-@lru_cache(maxsize=64)
-def inv_sqrt_pi_fx(F: int):
-    """(lo, hi) of 2^F/√π: 1/√ is decreasing, so lo = ⌊2^2F / ⌈√(π_hi)⌉⌋ and hi = ⌈2^2F / ⌊√(π_lo)⌋⌉."""
-    lo, hi = pi_fx(F)
-    return (1 << 2 * F) // sqrt_bound(hi, 1 << F, F, True), cdiv(1 << 2 * F, sqrt_bound(lo, 1 << F, F, False), True)
-
-
-@lru_cache(maxsize=64)
-def sqrt_2_over_pi_fx(F: int):
-    """(lo, hi) of √(2/π)·2^F: 2/π between ⌊2^(2F+1)/π_hi⌋ and ⌈2^(2F+1)/π_lo⌉ (scaled), then √ outward."""
-    lo, hi = pi_fx(F)
-    return (sqrt_bound((1 << 2 * F + 1) // hi, 1 << F, F, False),
-            sqrt_bound(cdiv(1 << 2 * F + 1, lo, True), 1 << F, F, True))
-
-
-def erf_fx(n: int, F: int, up: bool, tick=None) -> int:
-    """erf(x), x = n/2^F. erf is odd. For x² >= F (so x >= 1): 0 < erfc(x) <= e^(−x²)/(x√π) < e^−F
-    < 2^−F, hence erf(x)·2^F lies in (2^F − 1, 2^F). Otherwise the Taylor series
-    erf(x) = (2/√π) Σ_i (−1)^i a_i, a_i = x^(2i+1)/(i!(2i+1)): a_(i+1)/a_i = x²(2i+1)/((i+1)(2i+3)) < 1
-    once i + 1 >= x², so from there the terms decrease to 0 and the alternating tail after term i−1 is
-    at most a_i. Terms are kept as intervals [tl, th] of t_i = x^(2i+1)/i! in G fractional bits
-    (each step rounds outward, so no error analysis is needed); G = F + 2k + 16 with k > x² covers the
-    cancellation (terms up to x e^(x²) < 2^(1.45k + 1) against a sum below 1)."""
-    if n < 0:
-        return -erf_fx(-n, F, not up, tick)
-    if n * n >= F << 2 * F:
-        return (1 << F) - (0 if up else 1)
-    k = (n * n >> 2 * F) + 1
-    G = F + 2 * k + 16
-    X = n << (G - F)
-    q_lo, q_hi = X * X >> G, -(-(X * X) >> G)  # x²·2^G rounded down / up
-    tl = th = s_lo = s_hi = X
-    i = 0
-    while True:
-        i += 1
-        if tick is not None and not i & 31:
-            tick()
-        tl, th = tl * q_lo // (i << G), cdiv(th * q_hi, i << G, True)
-        a_lo, a_hi = tl // (2 * i + 1), cdiv(th, 2 * i + 1, True)
-        if i > k and a_hi <= 1 << (G - F - 4):  # tail bound: |Σ_(j>=i) (−1)^j a_j| <= a_i
-            s_lo, s_hi = s_lo - a_hi, s_hi + a_hi
-            break
-        s_lo, s_hi = (s_lo - a_hi, s_hi - a_lo) if i & 1 else (s_lo + a_lo, s_hi + a_hi)
-    c_lo, c_hi = inv_sqrt_pi_fx(G)  # 2/√π = 2 c, c in [c_lo, c_hi]/2^G, c > 0
-    if up:
-        return min(1 << F, cdiv(2 * s_hi * (c_hi if s_hi >= 0 else c_lo), 1 << (2 * G - F), True))
-    return max(0, 2 * s_lo * (c_lo if s_lo >= 0 else c_hi) >> (2 * G - F))
-
-
-def phi_fx(n: int, F: int, up: bool, tanh_form: bool, tick=None) -> int:
-    """The increasing factor g of GELU(x) = x·g(x): Φ(x) = (1 + erf(x/√2))/2, or with ``tanh_form``
-    (1 + tanh(√(2/π)(x + 0.044715 x³)))/2 (0.044715 = 44715/10^6 exactly). The inner argument is
-    increasing in x and is rounded in the direction ``up`` at every step (a product with a positive
-    constant c in [c_lo, c_hi] takes c_hi or c_lo by the sign of the other factor)."""
-    if tanh_form:
-        u = cdiv(n * 10 ** 6 * (1 << 2 * F) + 44715 * n ** 3, 10 ** 6 << 2 * F, up)  # x + 0.044715 x³
-        c_lo, c_hi = sqrt_2_over_pi_fx(F)
-        f = tanh_fx
-    else:  # 1/√2 = √(2^(F−1) / 2^F)
-        u, f = n, erf_fx
-        c_lo, c_hi = sqrt_bound(1 << (F - 1), 1 << F, F, False), sqrt_bound(1 << (F - 1), 1 << F, F, True)
-    v = cdiv(u * (c_hi if (u >= 0) == up else c_lo), 1 << F, up)
-    return cdiv((1 << F) + f(v, F, up, tick), 2, up)

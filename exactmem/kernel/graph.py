@@ -19,7 +19,8 @@ from math import prod
 from operator import add, mul, sub
 from types import SimpleNamespace
 
-from .enclosure import Undecided, cdiv, erf_fx, exp_fx, phi_fx, sigmoid_fx, sqrt_bound, tanh_fx
+from .enclosure import Undecided, cdiv, sqrt_bound
+from .fixedpoint import erf_fx, exp_fx, phi_fx, sigmoid_fx, tanh_fx
 from .fields import MalformedCertificate, _list, _obj, _str, bad, integer, unexpected
 from .limits import LimitExceeded
 

@@ -16,126 +16,18 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from math import comb, factorial, isqrt
+from math import comb, factorial
 
-from .enclosure import Interval, Undecided, e_interval, exp_bound, ln2, ln_point, rounded, sqrt_bound
+from .enclosure import Interval, Undecided, e_interval, exp_bound
+from .expression import (ARITY as CORE, NAME, RELATIONS, DomainError, Parser, add, decide, definitions, evaluate,
+                         exact_int, fit, log2, mul, point, render)
 from .limits import DEFAULT_MAX_PRECISION, LimitExceeded
 from .fields import MalformedCertificate, _list, _obj, _str, bad, integer, jtype
 from .schema import canonical_hash
-from .text import fmt, parse_int, short
+from .text import fmt, short
 from .verdict import Verdict
 
-# ------------------------------------------------------------ the rational interval operations
-# An enclosure is an Interval [lo, hi] of Fractions that contains the real value. An exact (point)
-# interval stays exact; a non-point result is rounded outward to p bits (enclosure.rounded).
-# Undecided: the enclosure is too wide to answer (⌊x⌋ of an interval that contains an integer, 1/x
-# of one that contains 0): retry at a higher precision. DomainError: certainly undefined.
-
-class DomainError(Exception):
-    """The value is certainly undefined (the message says why)."""
-
-
-def point(x) -> Interval:
-    x = Fraction(x)
-    return Interval(x, x)
-
-
-def bits(a: Interval) -> int:
-    """Bits of the largest numerator or denominator of the endpoints."""
-    return max(max(x.numerator.bit_length(), x.denominator.bit_length()) for x in a)
-
-
-def fit(lo: Fraction, hi: Fraction, p: int, budget) -> Interval:
-    """[lo, hi] as a result: exact if lo == hi, else rounded outward to p bits; its size is
-    charged to ``budget.value`` (``max_value_bits``) so no value grows without bound."""
-    iv = Interval(lo, lo) if lo == hi else rounded(lo, hi, p)
-    budget.value(bits(iv), "a value of an expression")
-    return iv
-
-
-def add(a: Interval, b: Interval, p: int, budget) -> Interval:
-    return fit(a.lo + b.lo, a.hi + b.hi, p, budget)
-
-
-def neg(a: Interval) -> Interval:
-    return Interval(-a.hi, -a.lo)
-
-
-def mul(a: Interval, b: Interval, p: int, budget) -> Interval:
-    """The product's extremes are among the four endpoint products (charged before they are formed)."""
-    budget.value(bits(a) + bits(b), "a product")
-    ps = [x * y for x in a for y in b]
-    return fit(min(ps), max(ps), p, budget)
-
-
-def inv(a: Interval, p: int, budget) -> Interval:
-    """1/x is decreasing on each side of 0."""
-    if a.lo == a.hi == 0:
-        raise DomainError("division by zero")
-    if a.lo <= 0 <= a.hi:
-        raise Undecided("a divisor's enclosure contains 0")
-    return fit(1 / a.hi, 1 / a.lo, p, budget)
-
-
-def ipow(a: Interval, k: int, p: int, budget) -> Interval:
-    """a^k for an integer k: x^k is increasing for odd k (and on x ≥ 0), |x|^k for even k; a^−k = 1/a^k."""
-    if k < 0:
-        return inv(ipow(a, -k, p, budget), p, budget)
-    lo = _pow(a.lo, k, p, budget)
-    hi = lo if a.lo == a.hi else _pow(a.hi, k, p, budget)
-    if k % 2 or a.lo >= 0:
-        return Interval(lo.lo, hi.hi)
-    return Interval(hi.lo, lo.hi) if a.hi <= 0 else Interval(Fraction(0), max(lo.hi, hi.hi))
-
-
-def _pow(x: Fraction, k: int, p: int, budget) -> Interval:
-    """x^k (k ≥ 0) by repeated squaring of |x| (x ↦ x², x·y are increasing on x, y ≥ 0, so the
-    outward-rounded steps enclose), charged to the budget at every step; the sign restored."""
-    out, sq, odd_negative = point(1), point(abs(x)), x < 0 and k % 2 == 1
-    while k:
-        budget.tick()
-        if k & 1:
-            out = mul(out, sq, p, budget)
-        k >>= 1
-        if k:
-            sq = mul(sq, sq, p, budget)
-    return neg(out) if odd_negative else out
-
-
-def sqrt(a: Interval, p: int, budget) -> Interval:
-    """√x, increasing: `sqrt_bound` of both endpoints at k ≥ p + a margin fractional bits."""
-    if a.hi < 0:
-        raise DomainError("square root of a negative number")
-    if a.lo < 0:
-        raise Undecided("a square root's argument may be negative")
-    if a.lo == a.hi:
-        n, d = a.lo.numerator, a.lo.denominator
-        rn, rd = isqrt(n), isqrt(d)
-        if rn * rn == n and rd * rd == d:
-            return point(Fraction(rn, rd))
-    k = p + 2 + max(0, (a.lo.denominator.bit_length() - a.lo.numerator.bit_length()) // 2)
-    lo, hi = (sqrt_bound(x.numerator, x.denominator, k, up) for x, up in ((a.lo, False), (a.hi, True)))
-    return fit(Fraction(lo, 1 << k), Fraction(hi, 1 << k), p, budget)
-
-
-def ln(a: Interval, p: int, budget) -> Interval:
-    """ln is increasing on (0, ∞): [ln lo, ln hi]."""
-    if a.hi <= 0:
-        raise DomainError("logarithm of a number ≤ 0")
-    if a.lo <= 0:
-        raise Undecided("a logarithm's argument may be ≤ 0")
-    budget.tick()
-    lo = ln_point(a.lo, p).lo
-    return fit(lo, lo if a.lo == a.hi and a.lo == 1 else ln_point(a.hi, p).hi, p, budget)
-
-
-def log2(a: Interval, p: int, budget) -> Interval:
-    """log2 x = ln x / ln 2 (both enclosed; the quotient of intervals encloses the quotient)."""
-    if a.lo == a.hi and a.lo > 0:
-        n, d = a.lo.numerator, a.lo.denominator
-        if n & (n - 1) == 0 and d & (d - 1) == 0:  # an exact power of two
-            return point(n.bit_length() - d.bit_length())
-    return mul(ln(a, p + 4, budget), inv(ln2(p + 4), p + 4, budget), p, budget)
+# ------------------------------------------- the operators lower bounds add to `expression`'s language
 
 
 def exp(a: Interval, p: int, budget) -> Interval:
@@ -145,14 +37,6 @@ def exp(a: Interval, p: int, budget) -> Interval:
     return fit(exp_bound(a.lo, p, False, budget.tick), exp_bound(a.hi, p, True, budget.tick), p, budget)
 
 
-def floor_of(a: Interval) -> int:
-    """⌊x⌋ when the enclosure decides it (⌊lo⌋ = ⌊hi⌋), else `Undecided`."""
-    f = a.lo.numerator // a.lo.denominator
-    if f != a.hi.numerator // a.hi.denominator:
-        raise Undecided("floor: the enclosure contains an integer")
-    return f
-
-
 def binom(a: Interval, k: Interval, budget) -> Interval:
     """C(n, k) of exact integers 0 ≤ k ≤ n (``math.comb``); C(n, k) ≤ n^min(k, n−k) is charged first."""
     n, k = exact_int(a, "binom"), exact_int(k, "binom")
@@ -160,13 +44,6 @@ def binom(a: Interval, k: Interval, budget) -> Interval:
         raise DomainError("binom(n, k) needs 0 ≤ k ≤ n")
     budget.value(min(k, n - k) * n.bit_length(), "binom(n, k)")
     return point(comb(n, k))
-
-
-def exact_int(a: Interval, what: str) -> int:
-    """The integer an exact point interval holds (else the value is not a definite integer)."""
-    if a.lo != a.hi or a.lo.denominator != 1:
-        raise DomainError(f"{what} needs an exact integer argument")
-    return a.lo.numerator
 
 
 _B = [Fraction(1)]  # B_0, B_1, ... computed so far
@@ -242,57 +119,18 @@ def em_sum(al: Fraction, be: Fraction, ga: Fraction, de: Fraction, a: int, b: in
 
 FORMAT, VERSION = "exactmem-lower-bound", 2  # 2: statement and conclusion are formal (version 1's were words)
 START_PRECISION = 64
-MAX_DEPTH = 48  # nesting of one expression
-MAX_NODES = 1_000_000  # operator and leaf nodes in the whole certificate
-RELATIONS = ("<=", "<", ">=", ">", "==")
-ARITY = {"+": (1, None), "-": (1, 2), "*": (1, None), "/": (2, 2), "^": (2, 2), "log2": (1, 1), "ln": (1, 1),
-         "e": (0, 0), "sqrt": (1, 1), "floor": (1, 1), "ceil": (1, 1), "min": (1, None), "max": (1, None),
-         "binom": (2, 2), "em_sum": (6, 6), "exp": (1, 1)}
-UNARY = {"log2": log2, "ln": ln, "sqrt": sqrt, "exp": exp}
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
-_RATIONAL = re.compile(r"(-?)([0-9]+)(?:/([0-9]+))?")
-_EXPONENT = re.compile(r"-?[0-9]{1,19}")  # |k| < 10^19 < 2^64
+ARITY = {**CORE, "e": (0, 0), "exp": (1, 1), "binom": (2, 2), "em_sum": (6, 6)}
+
+
+def _em_sum(a, p: int, budget) -> Interval:
+    if any(x.lo != x.hi for x in a[:4]):
+        raise DomainError("em_sum needs exact coefficients")
+    return em_sum(*(x.lo for x in a[:4]), exact_int(a[4], "em_sum"), exact_int(a[5], "em_sum"), p, budget)
+
+
+EXTRA = {"e": lambda a, p, budget: e_interval(p), "exp": lambda a, p, budget: exp(a[0], p, budget),
+         "binom": lambda a, p, budget: binom(a[0], a[1], budget), "em_sum": _em_sum}
 TOP = ("format", "version", "statement", "premises", "definitions", "steps", "conclusion", "hash")
-
-
-class _Parser:
-    """Validates expressions: shapes, arities, names defined earlier, digits, depth and size."""
-
-    def __init__(self, budget):
-        self.budget, self.names, self.nodes = budget, set(), 0
-
-    def number(self, s: str, path: str) -> Fraction:
-        m = _RATIONAL.fullmatch(s)
-        if not m:
-            bad(path, f"{s[:40]!r} is neither a number (\"12\", \"-3/8\") nor a name defined before this point")
-        if max(len(m.group(2)), len(m.group(3) or "")) > self.budget.limits.max_digits:
-            bad(path, f"a number of more than {self.budget.limits.max_digits} digits (verifier limit max_digits)")
-        den = parse_int(m.group(3) or "1")
-        if den == 0:
-            bad(path, "zero denominator")
-        return Fraction(parse_int(m.group(1) + m.group(2)), den)
-
-    def expr(self, x, path: str, depth: int = 0):
-        """The parsed expression: Fraction | ("name", str) | (op, args...) | ("^", arg, int)."""
-        self.nodes += 1
-        if self.nodes > MAX_NODES or depth > MAX_DEPTH:
-            bad(path, f"more than {MAX_NODES} expression nodes" if depth <= MAX_DEPTH else
-                f"expression nested deeper than {MAX_DEPTH}")
-        if not self.nodes & 255:
-            self.budget.tick()
-        if isinstance(x, str):
-            return ("name", x) if x in self.names else self.number(x, path)
-        if not isinstance(x, list) or not x or not isinstance(x[0], str) or x[0] not in ARITY:
-            bad(path, f"unknown operator {str(x[0])[:20]!r}" if isinstance(x, list) and x else
-                f"expected a number string, a name or [operator, ...], got {jtype(x)}")
-        op, args, (lo, hi) = x[0], x[1:], ARITY[x[0]]
-        if len(args) < lo or (hi is not None and len(args) > hi):
-            bad(path, f"{op!r} takes {lo}{'' if hi == lo else ' or more' if hi is None else f' to {hi}'} arguments")
-        if op == "^":
-            if not isinstance(args[1], str) or not _EXPONENT.fullmatch(args[1]):
-                bad(f"{path}[2]", f"an exponent is an integer literal below 10^19, got {jtype(args[1])}")
-            return ("^", self.expr(args[0], f"{path}[1]", depth + 1), int(args[1]))
-        return (op,) + tuple(self.expr(a, f"{path}[{i + 1}]", depth + 1) for i, a in enumerate(args))
 
 
 def _texts(x, path: str, required, optional=()) -> dict:
@@ -325,11 +163,11 @@ def parse_lower_bound(doc, budget) -> dict:
     if "check" in doc:
         cap = min(cap, integer(_obj(doc["check"], "check", ("max_precision",))["max_precision"],
                                "check.max_precision", START_PRECISION))
-    rd, defs, steps, ids = _Parser(budget), [], [], set()
+    rd, defs, steps, ids = Parser(budget, ARITY), [], [], set()
     for i, d in enumerate(_list(doc["definitions"], "definitions")):
         name = _str(_obj(d, f"definitions[{i}]", ("name", "expr"), ("note",))["name"], f"definitions[{i}].name")
         _str(d.get("note", ""), f"definitions[{i}].note")
-        if not _NAME.fullmatch(name) or name in rd.names:
+        if not NAME.fullmatch(name) or name in rd.names:
             bad(f"definitions[{i}].name", f"{name[:40]!r} is not a new name ([A-Za-z_][A-Za-z0-9_.]*)")
         defs.append((name, rd.expr(d["expr"], f"definitions[{i}].expr")))
         rd.names.add(name)
@@ -377,37 +215,6 @@ def _concludes(doc, steps: dict) -> list:
     return out
 
 
-INFIX = {"+": " + ", "-": " - ", "*": "·", "/": "/"}
-PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
-
-
-def render(e, names: set, room: int = 160) -> str:
-    """An expression as text (infix + − · /, a^k, f(args)), numbers abbreviated, cut at ``room``
-    characters; the defined names it mentions are added to ``names``."""
-    if isinstance(e, str):
-        if not _RATIONAL.fullmatch(e):
-            names.add(e)
-        return short(e)
-    op, args = e[0], e[1:]
-    if not args:
-        return op
-    if op == "^":
-        text = f"{_operand(args[0], names, room, 3)}^{args[1]}"
-    elif op in INFIX and len(args) > 1:
-        text = INFIX[op].join(_operand(a, names, room, PRECEDENCE[op] + (i > 0 and op in "-/"))
-                              for i, a in enumerate(args))
-    else:
-        text = f"{'-' if op == '-' else op}({', '.join(render(a, names, room) for a in args)})"
-    return text if len(text) <= room else text[:room] + "…"
-
-
-def _operand(e, names: set, room: int, binds: int) -> str:
-    """An argument of an operator that binds ``binds`` tightly, parenthesised when it binds looser."""
-    text = render(e, names, room)
-    loose = isinstance(e, list) and e[0] in INFIX and len(e) > 2 and PRECEDENCE[e[0]] < binds
-    return f"({text})" if loose else text
-
-
 def conclusion_text(cert: dict) -> str:
     """What a CERTIFIED lower bound proves, rendered by the kernel: the instance, each concluding
     step's relation, and the value of every name they mention that is defined as a number."""
@@ -424,68 +231,6 @@ def conclusion_text(cert: dict) -> str:
                                                                              else "")
 
 
-def evaluate(e, env: dict, p: int, budget):
-    """The enclosure of a parsed expression at precision p (Undecided / DomainError / LimitExceeded)."""
-    if isinstance(e, Fraction):
-        return point(e)
-    op = e[0]
-    if op == "name":
-        if isinstance(env[e[1]], Exception):
-            raise env[e[1]]
-        return env[e[1]]
-    if op == "^":
-        return ipow(evaluate(e[1], env, p, budget), e[2], p, budget)
-    if op == "e":
-        return e_interval(p)
-    a = [evaluate(x, env, p, budget) for x in e[1:]]
-    budget.tick()
-    if op in ("+", "*"):
-        out = a[0]
-        for x in a[1:]:
-            out = add(out, x, p, budget) if op == "+" else mul(out, x, p, budget)
-        return out
-    if op == "-":
-        return neg(a[0]) if len(a) == 1 else add(a[0], neg(a[1]), p, budget)
-    if op == "/":
-        return mul(a[0], inv(a[1], p, budget), p, budget)
-    if op in ("min", "max"):
-        f = min if op == "min" else max
-        return Interval(f(x.lo for x in a), f(x.hi for x in a))
-    if op in ("floor", "ceil"):
-        return point(floor_of(a[0]) if op == "floor" else -floor_of(neg(a[0])))
-    if op == "binom":
-        return binom(a[0], a[1], budget)
-    if op == "em_sum":
-        if any(x.lo != x.hi for x in a[:4]):
-            raise DomainError("em_sum needs exact coefficients")
-        return em_sum(*(x.lo for x in a[:4]), exact_int(a[4], "em_sum"), exact_int(a[5], "em_sum"), p, budget)
-    return UNARY[op](a[0], p, budget)
-
-
-def decide(L, rel: str, R):
-    """True / False when the enclosures decide ``L rel R``, None when they do not."""
-    if rel in (">=", ">"):
-        return decide(R, "<=" if rel == ">=" else "<", L)
-    if rel == "<=":
-        return True if L.hi <= R.lo else False if L.lo > R.hi else None
-    if rel == "<":
-        return True if L.hi < R.lo else False if L.lo >= R.hi else None
-    if L.lo == L.hi == R.lo == R.hi:
-        return True
-    return False if L.hi < R.lo or R.hi < L.lo else None
-
-
-def _definitions(defs, p: int, budget) -> dict:
-    """Every definition's enclosure at precision p, in order (or the Undecided/DomainError it raised)."""
-    env = {}
-    for name, e in defs:
-        try:
-            env[name] = evaluate(e, env, p, budget)
-        except (Undecided, DomainError) as x:
-            env[name] = type(x)(f"in definition {name!r}: {x}")
-    return env
-
-
 def check_lower_bound(doc: dict, budget):
     """Check a lower-bound certificate within ``budget``: a `Verdict`
     (MalformedCertificate if the document is invalid); ``checker.check_certificate`` dispatches here."""
@@ -494,10 +239,10 @@ def check_lower_bound(doc: dict, budget):
     try:  # a time limit reached while parsing is UNKNOWN too
         pending = (cert := parse_lower_bound(doc, budget))["steps"]
         while True:
-            env, left = _definitions(cert["defs"], p, budget), []
+            env, left = definitions(cert["defs"], {}, p, budget, EXTRA), []
             for s, lhs, rel, rhs in pending:
                 try:
-                    L, R = evaluate(lhs, env, p, budget), evaluate(rhs, env, p, budget)
+                    L, R = evaluate(lhs, env, p, budget, EXTRA), evaluate(rhs, env, p, budget, EXTRA)
                     ok = decide(L, rel, R)
                 except DomainError as x:
                     return Verdict("REFUTED", _witness(s, p, undefined=str(x)), f"step {s['id']} ({s['eq']}) is "

@@ -33,7 +33,7 @@ VERSION = 2  # version 1 (one document) is still read
 CHUNK_FORMAT = "exactmem-certificate-chunk"
 _CHUNK_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")  # a plain file name next to the certificate
 QUANTITIES = ("n_params", "n_nonzero", "width", "relu_depth", "attention_layers", "depth", "max_bits",
-              "total_bits") + DATA_QUANTITIES  # the data quantities are counted from the examples (facts.py)
+              "total_bits", "input_dim") + DATA_QUANTITIES  # the data quantities are counted from the examples (facts.py)
 OPS = {"==": lambda a, b: a == b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b,
        "<": lambda a, b: a < b, ">": lambda a, b: a > b}
 JSON_INT_DIGITS = 300  # JSON integer literals (ids, sizes, seeds); rationals are strings
@@ -63,6 +63,7 @@ class ParsedCertificate:
     chunks: Optional[list] = None  # version 2: (file, sha256 hex, examples, first) per chunk; inputs come later
     spec: Optional[tuple] = None  # what validating an example needs (vocab, dim, P rows, attention facts)
     graph: Optional[object] = None  # a graph model (graph.Graph; docs/verify-format.md): layers [], softmax_at 0
+    formulas: Optional[dict] = None  # claim formulas, layer models only: {"definitions": raw list}; formulas.py
 
 
 def canonical_hash(doc: dict) -> str:
@@ -228,7 +229,7 @@ def _header(doc, budget: Budget) -> None:
         shown = v if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() < 64 else jtype(v)
         bad("version", f"unknown certificate version {shown} (this checker reads versions 1 and {VERSION})")
     _obj(doc, "(top level)", ("format", "version", "theorem", "instance", "seed", "model", "dataset", "outputs",
-                              "claims", "check", "hash"), ("meta",))
+                              "claims", "check", "hash"), ("meta", "definitions"))
     h = doc["hash"]
     if not isinstance(h, str) or not re.fullmatch(r"sha256:[0-9a-f]{64}", h):
         bad("hash", f'expected "sha256:" followed by 64 lowercase hex digits, got {jtype(h)}')
@@ -322,7 +323,7 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     claims = []
     for c, cl in enumerate(_list(doc["claims"], "claims")):
         cp = f"claims[{c}]"
-        _obj(cl, cp, ("quantity", "op", "bound"), ("source",))
+        _obj(cl, cp, ("quantity", "op", "bound"), ("source", "name", "formula"))
         q, op = _str(cl["quantity"], f"{cp}.quantity", QUANTITIES + VERDICT_QUANTITIES), _str(cl["op"], f"{cp}.op", tuple(OPS))
         claims.append((cl, q, op, rd.rat(cl["bound"], f"{cp}.bound")))
         if q in VERDICT_QUANTITIES and graph is None:
@@ -332,13 +333,17 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
                 if tokens else f"{q} is a layer model's token geometry; a graph model does not claim it")
         if "source" in cl:
             _str(cl["source"], f"{cp}.source")
+    formulas = {"definitions": doc.get("definitions", [])} if "definitions" in doc or any(
+        "name" in c or "formula" in c for c, *_ in claims) else None  # checked by formulas.py (its own base)
+    if graph is not None and formulas:
+        bad("claims", "claim names, formulas and definitions are for layer models")
     bits = [abs(x.numerator).bit_length() + x.denominator.bit_length() for x in rd.params]  # bits(p/q)
     relu = sum(1 for x in layers if isinstance(x, FeedForward) or (isinstance(x, Affine) and x.relu))
     sizes = gm if graph else {"relu_depth": relu, "attention_layers": len(attention), "depth": relu + len(attention)}
     measured = {"n_params": len(bits), "n_nonzero": sum(1 for x in rd.params if x), "width": width, **sizes,
-                "max_bits": max(bits, default=0), "total_bits": sum(bits), "n_rows": n_ex}
+                "max_bits": max(bits, default=0), "total_bits": sum(bits), "input_dim": in_size, "n_rows": n_ex}
     return ParsedCertificate(layers, tokens, position, decode, m, softmax_at, inputs, labels, outputs, claims,
-                             eps, max_precision, measured, 0, chunks, spec, graph)
+                             eps, max_precision, measured, 0, chunks, spec, graph, formulas)
 
 
 def _examples(rd: _Reader, spec: tuple, ds: dict, outs, where: str, out_where: str, count: Optional[int] = None):

@@ -21,11 +21,13 @@ Every claim is computed from the instance and compared by the independent checke
 """
 
 from fractions import Fraction
-from typing import List, NamedTuple, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 from exactmem.arith import enclosure as E
+from exactmem.certificate.formulas import PI, Formulas, add, ceil, div, emax, floor, log2, mul, power, sqrt, sub
 from exactmem.certificate.writer import Claim
 from exactmem.constructions.kajitsuka import compact as kajitsuka
+from exactmem.constructions.vardi import formulas as vf
 from exactmem.constructions.vardi import memorizer as vardi
 from exactmem.data.kajitsuka_data import generate
 from exactmem.proof import Built, Instance, Theorem
@@ -119,11 +121,13 @@ def theorem_bounds(info):
     return D, B, P
 
 
-def data_claims(info) -> List[Claim]:
+def data_claims(info, F: Optional[Formulas] = None) -> List[Claim]:
     """The dataset quantities the bounds below take, each recounted by the kernel from the data:
     N sequences (duplicates allowed, note §2.3) of which ``N distinct`` differ, length n, at most
-    C label values, and Assumption 4.1's token-wise (r, δ)-separation as ||x||² ≤ r², ||x − x'||² ≥ δ²."""
-    return [
+    C label values, Assumption 4.1's token-wise (r, δ)-separation as ||x||² ≤ r², ||x − x'||² ≥ δ²,
+    the token dimension d and (where the build counted them) V distinct tokens. With ``F``, N, n,
+    C, r2, delta2, d and V are named for claim formulas."""
+    out = [
         Claim("n_rows", "==", info["N"], "N sequences, duplicates allowed given consistency (eq. (5)/(10))"),
         Claim("n_examples", "==", info["N distinct"], "pairwise-distinct sequences among the N"),
         Claim("seq_len", "==", info["n"], "sequence length n"),
@@ -131,12 +135,72 @@ def data_claims(info) -> List[Claim]:
         Claim("max_norm2", "<=", info["r^2 (clamped >= 1)"], "Assumption 4.1 (1): ||x|| <= r, r >= 1"),
         Claim("min_sep2", ">=", info["delta^2 (clamped <= 1)"], "Assumption 4.1 (2): distinct tokens >= delta apart, "
                                                                   "delta <= 1"),
+        Claim("input_dim", "==", info["d"], "token dimension d"),
+    ]
+    names = ["N", None, "n", "C", "r2", "delta2", "d"]
+    if "distinct tokens V" in info:
+        out.append(Claim("distinct_tokens", "<=", info["distinct tokens V"], "at most V distinct tokens (Lemma C.2's V; "
+                                                                            "the bounds grow with V)"))
+        names.append("V")
+    return out if F is None else [F.named(c, n) if n else c for c, n in zip(out, names)]
+
+
+def stage_formulas(b, F: Formulas, quantity: str = "depth", integer: bool = False, minus: int = 1) -> List[Claim]:
+    """`stage_bounds` as claim formulas: each Lemma C.1 stage's measured N, C, r², δ², V, d as
+    named numbers, R² = 400 r² V⁴ π d / δ², eq. (110) and (111) per stage, evaluated by the kernel:
+    ``quantity <= Σ (110) − minus`` ((110) floored, or with the lemmas' integers when ``integer``)
+    and max_bits. [] where a stage has fewer than 2 labelled points."""
+    stages = c1_stages(b)
+    if any(s.N < 2 for s in stages):
+        return []
+    depth, bits = [] if b.phi_layout is not None else [2], []
+    for s in stages:
+        k = s.name
+        for q, v in (("N", s.N), ("C", s.C), ("r2", s.r2), ("delta2", s.delta2), ("V", s.V), ("d", s.d)):
+            F.define(f"{k}.{q}", v, f"Lemma C.1 stage {k}: measured {q}")
+        R2 = F.define(f"{k}.R2", vf.paper_R2(f"{k}.r2", f"{k}.delta2", f"{k}.V", f"{k}.d"), f"R^2 of stage {k}")
+        depth.append(vf.eq110_integer(f"{k}.N", f"{k}.C", R2) if integer else floor(vf.eq110_real(f"{k}.N", f"{k}.C", R2)))
+        bits.append(vf.eq111_bits(f"{k}.N", f"{k}.C", R2, f"{k}.r2", f"{k}.delta2", f"{k}.V", f"{k}.d"))
+    bits.append(vf.lemma_c2_bits("d", "r2", "delta2", "V"))
+    how = "with Lemmas G.3/G.6's integers m, n, ceil log R, ceil log C" if integer else "(measured N, C, R)"
+    return [F.claim(quantity, "<=", sub(add(*depth), minus), f"eq. (110) per Lemma C.1 stage {how}, summed, eq. (61)"
+                                                             + (f", minus {minus}" if minus != 1 else "")),
+            F.claim("max_bits", "<=", floor(emax(*bits)), "eq. (111) per stage and Lemma C.2 for the token id, "
+                                                           "eq. (62)")]
+
+
+def theorem_formulas(info, F: Formulas, quantity: str = "depth", integer: bool = False, params=None,
+                     params_source: str = "Õ(d + sqrt N) made explicit: 14(d+1) + 210 D + 12, D the (41) bound"
+                     ) -> List[Claim]:
+    """`theorem_bounds` as claim formulas over the named N, n, d, C, r2, delta2: Thm B.1's
+    R² = 160000·3d·n⁶·r²·N¹⁰·π²/δ² (seq-to-seq: ·n², nN for N), ``quantity`` (41) ≤ 2·(110)(N, C, R) − 1
+    ((110) floored, or with the lemmas' integers when ``integer``), named D; bits (42); and
+    n_params ≤ ``params`` (an expression in D; default 14(d + 1) + 210·D + 12). [] when nN < 2."""
+    seq = info["setting"] == "seq2seq"
+    if (info["N"] * info["n"] if seq else info["N"]) < 2:
+        return []
+    Nn = F.define("Nn", mul("N", "n"), "nN: seq-to-seq counts every position") if seq else "N"
+    R2 = F.define("R2", div(mul(480000, "d", power("n", 8 if seq else 6), "r2", power("N", 10), power(PI, 2)),
+                            "delta2"), "Thm B.1's R^2 = (400 sqrt(3d) n^3 r N^5 pi / delta)^2" + (", times n^2 (note "
+                                                                                                     "§4.9)" if seq else ""))
+    gm = mul(sqrt(div(Nn, log2(Nn))), emax(div(log2(R2), 2), log2("C")))
+    s_r2 = div(mul(400, PI, "r2", power("n", 4), power("N", 6), "d"), "delta2")  # F2's Stage I radius² (56)
+    e110 = vf.eq110_integer(Nn, "C", R2) if integer else floor(vf.eq110_real(Nn, "C", R2))
+    return [
+        F.claim(quantity, "<=", sub(mul(2, e110), 1), "eq. (41): 2 x (110)(N, C, R) - 1, R = 400 sqrt(3d) n^3 r N^5 "
+                                                      "pi / delta" + (", (110) with the lemmas' integers" if integer
+                                                                      else ""), name="D"),
+        F.claim("max_bits", "<=", floor(emax(vf.lemma_c2_bits("d", "r2", "delta2", mul("n", "N")),
+                                             vf.lemma_c2_bits(3, s_r2, div(1, power("n", 2)), Nn),
+                                             add(gm, ceil(div(log2(R2), 2))), add(gm, 2))),
+                "eq. (42): (111) with the theorem's R; token id log2(3dr(nN)^2 sqrt(pi)/delta)"),
+        F.claim("n_params", "<=", params or add(mul(14, add("d", 1)), mul(210, "D"), 12), params_source),
     ]
 
 
 def claims(b):
-    info = b.info
-    out = data_claims(info) + [
+    info, F = b.info, Formulas()
+    return data_claims(info, F) + [
         Claim("attention_layers", "==", 1, "Thm B.1: one uniform-attention layer between F1 and F2"),
         Claim("width", "<=", 14, "Thm B.1: width 14 (ϕ̃ 12 + token id + carried register)"),
         Claim("relu_depth", "==", kajitsuka.relu_depth(b),
@@ -144,18 +208,7 @@ def claims(b):
         Claim("depth", "==", kajitsuka.relu_depth(b) + 1, "ReLU layers + the attention layer"),
         Claim("max_bits", "==", kajitsuka.max_bits(b), "this implementation: max over stages of gP + 2 and "
                                                         "the three Stage-I projections"),
-    ]
-    st = stage_bounds(b)
-    if st is not None:
-        out += [Claim("depth", "<=", st[0], "eq. (110) per Lemma C.1 stage (measured N, C, R), summed, eq. (61)"),
-                Claim("max_bits", "<=", st[1], "eq. (111) per stage and Lemma C.2 for the token id, eq. (62)")]
-    th = theorem_bounds(info)
-    if th is not None:
-        D, B, P = th
-        out += [Claim("depth", "<=", D, "eq. (41): 2 x (110)(N, C, R), R = 400 sqrt(3d) n^3 r N^5 pi / delta"),
-                Claim("max_bits", "<=", B, "eq. (42): (111) with the theorem's R; token id log2(3dr(nN)^2 sqrt(pi)/delta)"),
-                Claim("n_params", "<=", P, "Õ(d + sqrt N) made explicit: 14(d+1) + 210 D + 12, D the (41) bound")]
-    return out
+    ] + stage_formulas(b, F) + theorem_formulas(info, F)
 
 
 def instance_data(params, seed):

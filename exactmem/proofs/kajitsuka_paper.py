@@ -37,8 +37,9 @@ from exactmem.constructions.kajitsuka import paper as kp
 from exactmem.model.measure import measure
 from exactmem.proof import Theorem
 from exactmem.constructions.vardi import memorizer as vardi
-from exactmem.proofs._kajitsuka_core import (c1_stages, data_claims, network_build, next_token_instance, stage_bounds,
-                                             theorem_R2, theorem_bounds)
+from exactmem.certificate.formulas import Formulas, add, mul, power
+from exactmem.proofs._kajitsuka_core import (c1_stages, data_claims, network_build, next_token_instance, stage_formulas,
+                                             theorem_R2, theorem_formulas)
 
 SOURCE = ("Kajitsuka & Sato (ICLR 2025) Thm 4.1 / B.1 in the blocks of eqs. (2)-(4), our residual conversion of "
           "its plain FFN; Lemmas B.2, C.2 (recipes), G.3-G.6 (tent map); eqs. (41)-(42), (110)")
@@ -72,36 +73,25 @@ def theorem_depth_41(info):
 
 
 def claims(b: kp.PaperBuild):
-    info = b.info
+    info, F = b.info, Formulas()
     L = kp.paper_blocks(b)
     W = kp.width(b)
     m = measure(b.model)
-    out = data_claims(info) + [
+    out = data_claims(info, F) + [
         Claim("attention_layers", "==", L, "paper depth L (blocks, §3.2): one attention per block"),
         Claim("relu_depth", "==", L, "one residual feed-forward layer (eq. (3)) per block"),
         Claim("depth", "==", 2 * L, "ReLU + attention layers = 2L"),
-        Claim("width", "==", W, "max(m, sH, q) from the block compiler"),
+        F.named(Claim("width", "==", W, "max(m, sH, q) from the block compiler"), "W"),
         Claim("width", "<=", RESIDUAL_WIDTH, "Thm B.1's 14, doubled by our residual conversion (new value + "
                                              "cancellation)"),
         Claim("max_bits", "==", m.max_bits, "measured"),
         Claim("n_params", "==", m.n_params, "measured (every stored entry, zeros included)"),
     ]
-    st, st110 = stage_bounds(b), stage_depth_110(b)
-    if st is not None:
-        out += [Claim("attention_layers", "<=", st110 - 1, "blocks <= sum over the two Lemma C.1 stages of (110) - 1, "
-                                                           "(110) with Lemmas G.3/G.6's integers m, n, ceil log R, "
-                                                           "ceil log C"),
-                Claim("max_bits", "<=", st[1], "eq. (111) per stage and Lemma C.2 for the token id, eq. (62)")]
-    th = theorem_bounds(info)
-    if th is not None:
-        _, B, _ = th
-        D = theorem_depth_41(info)
-        heads = 4 if info["attention"] == "hardmax" else 2
-        P = (info["d"] + 1) * W + D * (2 * W * W + (4 + heads) * W)
-        out += [Claim("attention_layers", "<=", D, "eq. (41): blocks <= 2 x (110)(N, C, R) - 1, Thm B.1's R, "
-                                                   "(110) with the lemmas' integers"),
-                Claim("max_bits", "<=", B, "eq. (42): (111) with the theorem's R; token id log2(3dr(nN)^2 sqrt(pi)/delta)"),
-                Claim("n_params", "<=", P, "(d+1)W + D(2W^2 + 6W): E_in, E_out and D blocks of width W")]
+    out += stage_formulas(b, F, quantity="attention_layers", integer=True, minus=2)
+    heads = 4 if info["attention"] == "hardmax" else 2
+    out += theorem_formulas(info, F, quantity="attention_layers", integer=True,
+                            params=add(mul(add("d", 1), "W"), mul("D", add(mul(2, power("W", 2)), mul(4 + heads, "W")))),
+                            params_source=f"(d+1)W + D(2W^2 + {4 + heads}W): E_in, E_out and D blocks of width W")
     return out
 
 

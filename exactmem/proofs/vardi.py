@@ -24,7 +24,9 @@ import random
 from fractions import Fraction
 
 from exactmem.arith import enclosure as E
+from exactmem.certificate.formulas import Formulas, add, floor, sub
 from exactmem.certificate.writer import Claim
+from exactmem.constructions.vardi import formulas as vf
 from exactmem.constructions.vardi import memorizer as vardi
 from exactmem.data.dataset import DataError, Dataset, random_points
 from exactmem.proof import Built, Instance, Theorem
@@ -99,11 +101,23 @@ def lemma_quantities(info):
 floor_lo = E.floor_lower
 
 
+def _lemma_names(info, F: Formulas):
+    """The named V (the kernel's n_examples) and d (input_dim), and Lemma C.1's N, C, r², δ² and
+    R² = 400 r² V⁴ π d / δ² as definitions, for the claim formulas."""
+    N, V, d, C, r2, delta2, _ = lemma_quantities(info)
+    head = [F.named(Claim("n_examples", "==", V, "V labelled + extra points"), "V"),
+            F.named(Claim("input_dim", "==", d, "points in R^d"), "d")]
+    for name, v, what in (("N", N, "labelled points"), ("C", C, "label values"), ("r2", r2, "r^2 (clamped >= 1)"),
+                          ("delta2", delta2, "delta^2 (clamped <= 1)")):
+        F.define(name, v, f"Lemma C.1's {what}")
+    F.define("R2", vf.paper_R2("r2", "delta2", "V", "d"), "R^2 = 400 r^2 V^4 pi d / delta^2")
+    return head
+
+
 def c1_claims(info):
-    N, V, d, C, r2, delta2, R2 = lemma_quantities(info)
-    lay = info["layout"]
-    claims = [
-        Claim("n_examples", "==", V, "V labelled + extra points"),
+    N = lemma_quantities(info)[0]
+    lay, F = info["layout"], Formulas()
+    claims = _lemma_names(info, F) + [
         Claim("attention_layers", "==", 0, "a plain ReLU network"),
         Claim("width", "<=", 12, "Lemma C.1: width 12"),
         Claim("relu_depth", "==", vardi.relu_depth_c1(lay),
@@ -114,20 +128,18 @@ def c1_claims(info):
     ]
     if N >= 2:
         claims += [
-            Claim("depth", "<=", vardi.eq110_integer(N, C, R2).depth - 1,
-                  "eq. (110), log2, with Lemmas G.3/G.6's integers m, n, ceil log R, ceil log C, minus the affine "
-                  "output layer"),
-            Claim("max_bits", "<=", floor_lo(vardi.eq111_bits(N, C, R2, r2, delta2, V, d)),
-                  "eq. (111), log2, rigorous lower enclosure"),
+            F.claim("depth", "<=", sub(vf.eq110_integer("N", "C", "R2"), 1),
+                    "eq. (110), log2, with Lemmas G.3/G.6's integers m, n, ceil log R, ceil log C, minus the affine "
+                    "output layer"),
+            F.claim("max_bits", "<=", floor(vf.eq111_bits("N", "C", "R2", "r2", "delta2", "V", "d")),
+                    "eq. (111), log2"),
         ]
     return claims
 
 
 def f1_claims(info):
-    N, V, d, C, r2, delta2, R2 = lemma_quantities(info)
-    lays = info["layouts"]
-    claims = [
-        Claim("n_examples", "==", V, "V labelled + extra points"),
+    lays, F = info["layouts"], Formulas()
+    claims = _lemma_names(info, F) + [
         Claim("attention_layers", "==", 0, "a plain ReLU network"),
         Claim("width", "<=", 13, "Lemma F.1: width 13"),
         Claim("relu_depth", "==", vardi.relu_depth_f1(lays),
@@ -137,14 +149,15 @@ def f1_claims(info):
               "this implementation: max over subsets of g_i*max(rho,c) + 2, and Stage I bits"),
     ]
     if all(l.N >= 2 for l in lays):
-        bound = sum(vardi.eq110_integer(l.N, C, R2).depth for l in lays)
-        claims.append(Claim("depth", "<=", bound - 1,
-                            "sum over subsets of eq. (110) with N_i = |subset| (Lemma F.1's proof) and the lemmas' "
-                            "integers, minus 1"))
+        sizes = [F.define(f"N{i + 1}", l.N, f"subset {i + 1}: |subset|") for i, l in enumerate(lays)]
+        claims.append(F.claim("depth", "<=", sub(add(*(vf.eq110_integer(Ni, "C", "R2") for Ni in sizes)), 1),
+                              "sum over subsets of eq. (110) with N_i = |subset| (Lemma F.1's proof) and the lemmas' "
+                              "integers, minus 1"))
     big = max(l.N for l in lays)
     if big >= 2:
-        claims.append(Claim("max_bits", "<=", floor_lo(vardi.eq111_bits(big, C, R2, r2, delta2, V, d)),
-                            "eq. (111) with N = B^2 (the largest subset), log2"))
+        F.define("B2", big, "the largest subset, B^2 points")
+        claims.append(F.claim("max_bits", "<=", floor(vf.eq111_bits("B2", "C", "R2", "r2", "delta2", "V", "d")),
+                              "eq. (111) with N = B^2 (the largest subset), log2"))
     return claims
 
 

@@ -69,7 +69,7 @@ def _certify_quantized(point, built, model_q, b, mode, out_dir) -> Dict[str, Any
         outputs = [decode_output(model_q, o) for o in res.outputs]
     else:
         outputs = list(ds.labels) if model_q.decode == "argmax" else [None] * len(ds)
-    claims = [c for c in built.claims if c.quantity in STRUCTURAL]
+    claims = [c for c in built.claims if c.quantity in STRUCTURAL or c.name is not None]  # names: formulas use them
     name = re.sub(r"[^A-Za-z0-9._=-]+", "_", f"{point['theorem']}.{_slug(point)}.s{point['seed']}.{mode}-b{b}")
     doc = build_certificate(point["theorem"], f"{_slug(point)} quantized {mode} b={b}", point["seed"], model_q, ds,
                             outputs, claims, error_bound=built.error_bound,
