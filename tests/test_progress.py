@@ -14,7 +14,7 @@ import pytest
 
 from exactmem import sweep as S
 from exactmem.cli.app import main
-from exactmem.progress import Progress, choose_mode
+from exactmem.progress import Progress, choose_mode, fit_cost_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -110,10 +110,63 @@ def test_eta_is_weighted_by_the_items_costs(monkeypatch):
 def test_out_of_order_items_carry_their_own_cost(monkeypatch):
     clock = [0.0]
     monkeypatch.setattr("exactmem.progress.time.perf_counter", lambda: clock[0])
-    p = Progress(2, "work", "item", file=io.StringIO(), mode="plain", costs=[1, 3])
+    p = Progress(3, "work", "item", file=io.StringIO(), mode="plain", costs=[1, 3, 2])
     clock[0] = 3.0
     p.update(1, "the big one finished first", cost=3)
-    assert p.eta() == pytest.approx(1.0)
+    assert p.eta() is None  # one sample: ETA unknown
+    clock[0] = 4.0
+    p.update(1, "then the small one", cost=1)
+    assert p.eta() == pytest.approx(2.0)  # 1 s per unit of cost, cost 2 left
+
+
+# ----------------------------------------------------------------------------- the calibrated ETA (issue 37)
+
+
+def test_cost_model_fit():
+    """seconds ≈ a + b·cost, a, b ≥ 0, least squares; None with one sample or a negative slope."""
+    assert fit_cost_model([]) is None and fit_cost_model([(10, 5.0)]) is None
+    assert fit_cost_model([(10, 1.0), (110, 11.0)]) == pytest.approx((0.0, 0.1))
+    assert fit_cost_model([(10, 2.0), (110, 12.0)]) == pytest.approx((1.0, 0.1))
+    assert fit_cost_model([(1, 1.0), (1, 3.0)]) == pytest.approx((0.0, 2.0))  # one cost: the plain rate
+    assert fit_cost_model([(10, 5.0), (110, 2.0)]) is None  # bigger and faster: no model yet
+    # a warm-up first sample that contradicts the rest is dropped once there are more
+    assert fit_cost_model([(10, 20.0), (60, 6.0), (110, 11.0)]) == pytest.approx((0.0, 0.1))
+    assert fit_cost_model([(10, 2.0), (20, 3.0), (30, 4.0), (40, 0.0)]) is None
+    assert fit_cost_model([(10, 0.0), (20, -1.0)]) is None  # a negative slope: no model
+    assert fit_cost_model([(10, 3.0), (20, 1.0), (30, 1.0)]) == pytest.approx((1.0, 0.0))  # overhead only
+
+
+def test_eta_unknown_until_two_items_then_the_calibrated_model():
+    """The issue's case: a cheap first instance (cost 10, 2 s of which most is warm-up) must not
+    be extrapolated to the big ones. One finished item: 'ETA unknown'; two: a + b·cost fitted
+    (here a = 1 s, b = 0.1 s per unit), minus the time spent on the item under way."""
+    t = [0.0]
+    f = io.StringIO()
+    p = Progress(3, "certify", "instance", file=f, mode="plain", costs=[10, 110, 1000], clock=lambda: t[0])
+    t[0] = 2.0
+    p.update(1, "first: ok")
+    assert p.eta() is None and "ETA unknown" in f.getvalue().splitlines()[-1]
+    assert "ETA 3 min 42 s" not in f.getvalue()  # the one-instance extrapolation 2 s/10 × 1,110
+    t[0] = 14.0
+    p.update(1, "second: ok")
+    assert p.eta() == pytest.approx(101.0)  # 1 + 0.1 × 1,000
+    assert f.getvalue().splitlines()[-1].endswith("ETA 1 min 41 s")
+    assert p.eta(now=64.0) == pytest.approx(51.0)  # 50 s spent on the third
+    assert p.eta(now=500.0) == pytest.approx(0.0)  # over its prediction: nothing else to wait for
+    t[0] = 120.0
+    p.update(1, "third: ok")
+    assert p.eta() is None and "ETA" not in f.getvalue().splitlines()[-1]  # done: no ETA at all
+
+
+def test_eta_without_costs_counts_items():
+    t = [0.0]
+    p = Progress(4, "sweep", "point", file=io.StringIO(), mode="plain", clock=lambda: t[0])
+    t[0] = 30.0
+    p.update(1)
+    assert p.eta() is None
+    t[0] = 40.0
+    p.update(1)
+    assert p.eta() == pytest.approx(40.0)  # 20 s per point (30 and 10), two left
 
 
 def test_progress_inside_a_stage(monkeypatch):

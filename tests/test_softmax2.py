@@ -80,10 +80,10 @@ def test_non_integer_score_is_an_error_naming_layer_example_position():
 
 
 def test_spread_limit_refused_quickly():
-    t = time.perf_counter()
+    t = time.process_time()  # CPU time: a busy machine does not slow it down
     with pytest.raises(Softmax2Error, match="exceeds the softmax2 limit 2\\^20"):
         forward(_model(), [_seq(0, PRODUCER_SPREAD + 1)])
-    assert time.perf_counter() - t < 5
+    assert time.process_time() - t < 5
     w = softmax2_weights([0, PRODUCER_SPREAD])  # at the limit: still exact
     assert w[0] == F(1, 2 ** PRODUCER_SPREAD + 1)
 
@@ -151,14 +151,14 @@ def test_checker_honours_the_kind():
 
 
 def test_checker_spread_limit_is_unknown_not_a_hang():
-    t = time.perf_counter()
+    t = time.process_time()  # CPU time: a busy machine does not slow it down
     big = SOFTMAX2_MAX_SPREAD + 1
     doc = _doc(_model(), [_seq(0, 1, 2), _seq(0, 1, 2)], [[F(10, 7)], [F(10, 7)]])
     doc["dataset"]["inputs"][0][1] = [str(big), "1"]
     v = check_certificate(_rehash(doc))
     assert v.status == "UNKNOWN" and f"spread {big}" in v.message and v.limit == "max_value_bits"
     assert f"exceeds {SOFTMAX2_MAX_SPREAD} (verifier limit max_value_bits; raise it with --max-value-bits" in v.message
-    assert time.perf_counter() - t < 5
+    assert time.process_time() - t < 5
     doc["dataset"]["inputs"][1][1] = ["1/2", "1"]  # a refutation later on still wins
     assert check_certificate(_rehash(doc)).status == "REFUTED"
 

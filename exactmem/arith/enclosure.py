@@ -200,12 +200,12 @@ def _sqrt_hi(q: Fraction, k: int = FRAC_BITS) -> Fraction:
     return Fraction(sqrt_bound(q.numerator, q.denominator, k, True), 2 ** k)
 
 
-def sqrt(x: Number) -> Enc:
-    """Enclosure of √x for x ≥ 0."""
+def sqrt(x: Number, k: int = FRAC_BITS) -> Enc:
+    """Enclosure of √x for x ≥ 0 (each end rounded outward to a multiple of 2^-k)."""
     e = enc(x)
     if e.lo < 0:
         raise ValueError("square root of a possibly negative number")
-    return Enc(_sqrt_lo(e.lo), _sqrt_hi(e.hi))
+    return Enc(_sqrt_lo(e.lo, k), _sqrt_hi(e.hi, k))
 
 
 # ------------------------------------------------------------------------------------ log2

@@ -2,7 +2,9 @@
 
 Exit 0 CERTIFIED, 1 REFUTED (with a witness), 2 UNKNOWN (undecided, or a limit reached: the
 message names it), 3 malformed (one line naming the field or the limit). Imports only the
-kernel; ``--engine fast`` loads the optional NumPy accelerator.
+kernel; ``--engine fast`` loads the optional NumPy accelerator, ``--engine auto`` picks it when
+it applies (`auto_engine`) and says on stderr which engine ran. Progress (examples re-derived,
+or layers for the fast engine) goes to stderr on a terminal, or with ``--progress``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ from typing import List, Optional
 from ..kernel.checker import MalformedCertificate, check_certificate, load_certificate, unexpected
 from ..certificate.chunkfiles import chunk_reader
 from ..kernel.limits import Budget, Limits
+
+
+PROGRESS_INTERVAL: Optional[float] = None  # seconds between plain progress lines (None: progress.PLAIN_INTERVAL)
+AUTO_FAST_MIN_EXAMPLES = 1000  # --engine auto: fast from this many rows (the library's rule, pipeline.certify's
+# constant of the same name; a test holds them equal — importing the pipeline here would cost 0.3 s)
 
 
 class _UsageError(Exception):
@@ -50,10 +57,14 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     d = Limits()
     ap.add_argument("cert", help="certificate file (.json or .json.gz)")
     ap.add_argument("--json", action="store_true", help="print the verdict as JSON")
-    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    ap.add_argument("--engine", choices=("pure", "fast"), default="pure",
+    ap.add_argument("--quiet", action="store_true", help="no progress lines and no engine line on stderr")
+    ap.add_argument("--progress", action="store_true",
+                    help="progress lines on stderr even when it is not a terminal (on a terminal: a bar by default)")
+    ap.add_argument("--engine", choices=("pure", "fast", "auto"), default="pure",
                     help="pure (default): the kernel, one example at a time, int/Fraction only; fast: the optional "
-                         "batched exact NumPy path (exactmem/certificate/fastcheck.py), same verdicts")
+                         "batched exact NumPy path (exactmem/certificate/fastcheck.py), same verdicts; auto: fast when "
+                         "it applies (token-wise layers and hardmax/uniform attention, at least 1,000 examples, "
+                         "NumPy installed), else pure; a line on stderr says which ran")
     ap.add_argument("--max-precision", default=None, metavar="BITS",
                     help=f"most interval bits granted after a softmax layer (default {d.max_precision or 4096}; "
                          "the certificate's check.max_precision may lower it)")
@@ -77,6 +88,107 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--max-tensor-bits", default=None, metavar="N",
                     help=f"most bits held by all tensors of one graph evaluation, elements times widest value "
                          f"(default {d.max_tensor_bits:,})")
+
+
+def _rows(doc) -> Optional[int]:
+    """The certificate's example rows as it states them (display only; the kernel counts them)."""
+    ds = doc.get("dataset") if isinstance(doc, dict) else None
+    if isinstance(ds, dict) and isinstance(ds.get("inputs"), list):
+        return len(ds["inputs"])
+    chunks = ds.get("chunks") if isinstance(ds, dict) else None
+    if isinstance(chunks, list):
+        try:
+            return sum(int(c["examples"]) for c in chunks)
+        except (KeyError, TypeError, ValueError):
+            return None
+    return None
+
+
+def auto_engine(doc) -> tuple:
+    """(engine, why) for ``--engine auto``: ``fast`` when the accelerator evaluates every layer
+    itself (token-wise layers, ``hardmax``/``uniform`` attention — it hands everything else to the
+    kernel), the certificate has at least ``AUTO_FAST_MIN_EXAMPLES`` rows (below, loading NumPy and
+    numba costs more than it saves; the library's ``checker="auto"`` rule) and NumPy is installed;
+    else ``pure``. The choice never changes a verdict: both engines give the kernel's."""
+    model = doc.get("model") if isinstance(doc, dict) else None
+    layers = model.get("layers") if isinstance(model, dict) else None
+    if not isinstance(layers, list):
+        return "pure", "not a layer model (the fast engine hands graph models to the kernel)"
+    kinds = sorted({str(l.get("kind")) for l in layers if isinstance(l, dict) and l.get("type") == "attention"}
+                   - {"hardmax", "uniform"})
+    if kinds:
+        return "pure", f"{kinds[0]} attention is evaluated by the kernel"
+    n = _rows(doc)
+    if n is not None and n < AUTO_FAST_MIN_EXAMPLES:
+        return "pure", f"{n:,} examples (the fast engine from {AUTO_FAST_MIN_EXAMPLES:,})"
+    try:
+        from ..certificate import fastcheck  # noqa: F401  (NumPy)
+    except ImportError:
+        return "pure", "NumPy is not installed (pip install numpy)"
+    return "fast", "token-wise layers and exact attention"
+
+
+def _show_progress(args) -> bool:
+    if args.quiet:
+        return False
+    try:
+        return args.progress or sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return args.progress
+
+
+class _NoProgress:
+    """Stands in for `exactmem.progress.Progress` when nothing is shown (the default off a
+    terminal): the check then imports nothing outside the kernel and this command."""
+    mode = "quiet"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def note(self, *args):
+        pass
+
+    describe = stage = within = note
+
+
+def _single(args, limits: Limits):
+    """The check in this process: the engine (``auto`` resolved from the document), progress on
+    stderr (examples re-derived by the kernel, layers by the fast engine), the kernel's Verdict."""
+    budget = Budget(limits)  # the clock runs from here: reading the file counts
+    doc = load_certificate(args.cert, limits)
+    engine, why = (args.engine, "") if args.engine != "auto" else auto_engine(doc)
+    bar = _NoProgress()
+    if _show_progress(args):
+        from ..progress import PLAIN_INTERVAL, Progress
+
+        bar = Progress(1, "check", "certificate", interval=PLAIN_INTERVAL if PROGRESS_INTERVAL is None
+                       else PROGRESS_INTERVAL)
+    with bar as prog:
+        if why:
+            line = f"engine: {engine} (--engine auto: {why})"
+            if prog.mode != "quiet":
+                prog.note(line)
+            elif not args.quiet:
+                print(line, file=sys.stderr, flush=True)
+        prog.describe(os.path.basename(args.cert))
+        prog.stage(f"check ({engine} engine)", f"checking with the {engine} engine ...")
+        rows, kw = _rows(doc), {}
+        if rows and prog.mode != "quiet":
+            budget.on_example = lambda g: prog.within(g + 1, rows, "example")
+        if engine == "fast":
+            from ..certificate.fastcheck import check_certificate_fast as check
+            if prog.mode != "quiet":
+                kw["progress"] = lambda k, n: prog.within(k, n, "layer")
+        else:
+            check = check_certificate
+        verdict = check(doc, budget=budget, read_chunk=chunk_reader(os.path.dirname(os.path.abspath(args.cert)),
+                                                                     limits), **kw)
+        if prog.mode == "bar":  # the bar left on screen shows the check finished (plain mode: stdout says it)
+            prog.update(1)
+        return verdict
 
 
 def add_cluster_arguments(ap: argparse.ArgumentParser) -> None:
@@ -122,7 +234,7 @@ def _sharded(args, limits: Limits):
 
         try:
             return check_sharded(args.cert, workers=args.workers, scheduler=args.scheduler, shards=args.shards,
-                                 limits=limits, engine="pure" if args.engine == "pure" else "fast",
+                                 limits=limits, engine=args.engine,
                                  on_shard=None if args.quiet else shard_done, until_ns=until_ns,
                                  on_workers=None if args.quiet else lambda st: prog.status(worker_status(st)))
         except ClusterError as e:
@@ -130,7 +242,7 @@ def _sharded(args, limits: Limits):
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """``check CERT [--json] [--engine pure|fast] [limits]``; the leading word ``check`` may be omitted."""
+    """``check CERT [--json] [--engine pure|fast|auto] [--progress] [limits]``; the leading word ``check`` may be omitted."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["check"]:  # the command word, never the file: `check` alone is a usage error
         argv = argv[1:]
@@ -143,17 +255,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not os.path.lexists(args.cert):
             raise _UsageError(f"no such certificate file: {args.cert}")
         limits = limits_from_args(args)
-        check = check_certificate
         if args.engine == "fast":
-            from ..certificate.fastcheck import check_certificate_fast as check
+            from ..certificate import fastcheck  # noqa: F401  (NumPy: fail here, before reading)
         if args.workers < 1 or (args.shards is not None and args.shards < 1):
             raise _UsageError("--workers and --shards must be at least 1")
         if args.workers > 1 or args.scheduler:
             run = lambda: _sharded(args, limits)  # noqa: E731
         else:
-            budget = Budget(limits)  # the clock runs from here: reading the file counts
-            run = lambda: check(load_certificate(args.cert, limits), budget=budget,  # noqa: E731
-                                read_chunk=chunk_reader(os.path.dirname(os.path.abspath(args.cert)), limits))
+            run = lambda: _single(args, limits)  # noqa: E731
     except _UsageError as e:
         print(f"exactmem: error: {e}", file=sys.stderr)
         return 3

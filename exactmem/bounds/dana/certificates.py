@@ -387,8 +387,29 @@ def theorem2_small_d_chain(name: str) -> Chain:
     ch.conclude_with_every_step("N", "S", "d")
     ch.conclusion = (f"at N = {N}, d = {d} < N − 1: d_KL(π, L) > 0, and d_KL(π, L) ≤ d_KL(π, f_λ̃) ≤ the right-hand "
                      f"side with C = c = {c}" + ("; the paper's C < 1/2 and its bound holds" if below else
-                                                 "; with the paper's C > 1/2 the printed right-hand side is negative"))
+                                                 "; with the paper's C > 1/2 the printed right-hand side is negative")
+                     + " (the paper's log read as ln; theorem2_log2_reading gives log₂)")
     return ch
+
+
+def theorem2_log2_reading(name: str) -> Dict[str, Any]:
+    """Theorem 2 on an instance of `INSTANCES` with the paper's log in C read as log₂:
+    C₂ = √(32 log₂(N+1)/d) and the right-hand side with C₂ (the log of (N−1)/(e^h − 1) stays
+    natural: h is an entropy in nats, e^h its exponential). Producer-side Arb balls as exact
+    intervals: ``C2``, ``RHS_C2``, ``KL`` (d_KL(π, f_λ̃), as in the chain) and ``RHS_C`` (ln)."""
+    from ...constructions.dana import small_d as SD
+
+    ch = theorem2_small_d_chain(name)
+    W, q = SD.instance(name)
+    ch.define("C2", op("sqrt", div(mul("32", div(op("ln", add("N", "1")), op("ln", "2"))), "d")), "C with log₂")
+    terms = []
+    for k, cl in enumerate(SD.theorem2_classes(W, q["etas"])):
+        fac = div(add("1", mul("2", "C2"), mul("C2", f"tv{k}")), sub("1", mul("2", "C2")))
+        ch.define(f"r2_{k}", mul(sub("1", f"pg{k}"), fac, f"lt{k}"))
+        terms.append(mul(Fraction(cl["count"], q["N"]), f"r2_{k}"))
+    ch.define("RHS_C2", add(*terms), "Theorem 2's right-hand side, C with log₂")
+    env = chain_values(ch)
+    return {k: interval(env[k]) for k in ("C2", "RHS_C2", "KL", "RHS_C")}
 
 
 def theorem2_small_d(p: Dict[str, Any]) -> Dict[str, Any]:

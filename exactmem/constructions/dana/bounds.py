@@ -290,9 +290,16 @@ def theorem2_kl_exact_lambda(data: Conditionals, enc: Dict[str, object]) -> Tupl
     return lo_sum, hi_sum
 
 
-def theorem2_vacuity(N: int) -> Dict[str, object]:
-    """C < 1/2 ⇔ d > 128 ln(N + 1); the smallest such d, d_min, against N − 1 (Prop. 2: for
-    d ≥ N − 1, d_KL(π, L) = 0 and Theorem 2 says nothing). Exact: ln enclosed by Arb."""
+def theorem2_vacuity(N: int, base: str = "e") -> Dict[str, object]:
+    """C < 1/2 ⇔ d > 128 log(N + 1); the smallest such d, d_min, against N − 1 (Prop. 2: for
+    d ≥ N − 1, d_KL(π, L) = 0 and Theorem 2 says nothing). The paper's "log" has no stated
+    base: ``base="e"`` (ln, enclosed by Arb; the reading of the kernel-checked chains) or
+    ``"2"`` (⌊128 log₂(N+1)⌋ = LEN((N+1)^128) − 1, an exact integer)."""
+    if base == "2":
+        d_min = ((N + 1) ** 128).bit_length()  # ⌊128 log₂(N+1)⌋ + 1
+        return {"N": N, "base": "2", "d_min": d_min, "vacuous": d_min >= N - 1}
+    if base != "e":
+        raise ValueError(f"log base must be 'e' or '2', not {base!r}")
     from flint import arb, ctx
 
     from ...arith.linalg import lower_fraction, upper_fraction
@@ -307,7 +314,7 @@ def theorem2_vacuity(N: int) -> Dict[str, object]:
     if lo.__floor__() != hi.__floor__():
         raise DataError("128 ln(N+1) straddles an integer at this precision")
     d_min = int(lo.__floor__()) + 1
-    return {"N": N, "128ln(N+1)": (lo, hi), "d_min": d_min, "vacuous": d_min >= N - 1}
+    return {"N": N, "base": "e", "128ln(N+1)": (lo, hi), "d_min": d_min, "vacuous": d_min >= N - 1}
 
 
 # ============================================================================ Theorem 3 / Lemma 4

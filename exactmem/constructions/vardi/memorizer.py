@@ -52,7 +52,7 @@ from ...data.dataset import DataError
 from ...data.geometry import closest_pair
 from ...model.layers import Affine, Model
 from ...arith.numbers import bits, integer_points, lcm_of_denominators
-from .sizes import (Eq110Integers, ceil_sqrt_n_log2n, eq110_depth, eq110_integer, eq111_bits,  # noqa: F401
+from .sizes import (Eq110Integers, ceil_sqrt_n_log2n, eq110_depth, eq110_integer, eq110_stage3, eq111_bits,  # noqa: F401
                           label_width, lemma_c2_bits, paper_R2, slot_count)
 
 READINGS = ("paper", "literal_rho_c", "literal_w_blocks", "len_scaled")

@@ -36,15 +36,56 @@ def lemma_c2_bits(d: int, r2: Fraction, delta2: Fraction, V: int, base: str = "2
     return _log(base)(E.PI * (Fraction(9) * d * d * r2 * V ** 4 / delta2)) * Fraction(1, 2)
 
 
+EQ110_BITS = (12, 40, 96)  # resolutions (2^-k) tried in turn until ⌊(110)⌋ is decided
+
+
 def eq110_depth(N: int, C: int, R2: E.Enc, base: str = "2") -> E.Enc:
     """Kajitsuka & Sato eq. (110), Lemma C.1's exact depth before ≲:
 
         2 + 3√(N log N) + 2 + 3√(N/log N)·max{log R, log C} + 2√(N/log N) + 2
 
     as a rigorous enclosure (log base ``"2"`` — exactmem's reading — or ``"e"``). N ≥ 2.
+    The logarithms and roots are enclosed to 2^-k for k in `EQ110_BITS` in turn, until both
+    ends have the same floor (an enclosure straddling an integer would make a claim's
+    ⌊(110)⌋, taken from the lower end, one too small); log₂ of a power of two is exact.
     """
-    ell, _, mx = _logs(N, C, R2, base, "(110)")
-    return 6 + 3 * E.sqrt(N * ell) + 3 * E.sqrt(N / ell) * mx + 2 * E.sqrt(N / ell)
+    return _tight(lambda k: 2 + sum(_eq110_terms(N, C, R2, base, k)))
+
+
+def eq110_stage3(N: int, C: int, R2: E.Enc, base: str = "2") -> E.Enc:
+    """Eq. (110)'s Stage III term (Lemma G.6 with real-valued n, log R, log C),
+    3√(N/log N)·max{log R, log C} + 2√(N/log N) + 2, enclosed as tightly as `eq110_depth`."""
+    return _tight(lambda k: _eq110_terms(N, C, R2, base, k)[1])
+
+
+def _tight(at) -> E.Enc:
+    """``at(k)`` for k in `EQ110_BITS` until its floor is decided (else the last, tightest)."""
+    for k in EQ110_BITS:
+        e = at(k)
+        if E.floor_lower(e) == E.floor_lower(e.hi):
+            break
+    return e
+
+
+def _log_at(x, base: str, k: int) -> E.Enc:
+    """log x (base "2" or "e") for x > 0, enclosed to about 2^-k (digit by digit, any k)."""
+    _log(base)  # the base's check
+    x = E.enc(x)
+    if x.lo <= 0:
+        raise ValueError("logarithm of a possibly non-positive number")
+    e = E.Enc(E.log2_interval(x.lo, k).lo, E.log2_interval(x.hi, k).hi)
+    return e if base == "2" else e * E.LN2
+
+
+def _eq110_terms(N: int, C: int, R2: E.Enc, base: str, k: int):
+    """(Stage II, Stage III) terms of (110) at resolution 2^-k: 3√(N log N) + 2 and
+    3√(N/log N)·max{log R, log C} + 2√(N/log N) + 2. N ≥ 2."""
+    if N < 2:
+        raise ValueError("eq. (110) needs N ≥ 2 (log N = 0 at N = 1)")
+    ell = _log_at(N, base, k)
+    mx = E.emax(_log_at(R2, base, k) * Fraction(1, 2), _log_at(C, base, k))
+    g = E.sqrt(N / ell, k)
+    return 3 * E.sqrt(N * ell, k) + 2, 3 * g * mx + 2 * g + 2
 
 
 def _logs(N: int, C: int, R2: E.Enc, base: str, eq: str):
@@ -158,5 +199,6 @@ def slot_count(N: int) -> int:
 
 
 def label_width(C: int) -> int:
-    """c = max(1, ⌈log₂ C⌉): the bits of a label in {0, …, C − 1}."""
+    """c = max(1, ⌈log₂ C⌉): the bits of a label in {0, …, C − 1}, exactmem's labels. The
+    paper's [C] = {1, …, C} would need ⌈log₂(C + 1)⌉ (``docs/errata.md``, paper blocks item 6)."""
     return max(1, (C - 1).bit_length())
