@@ -14,7 +14,7 @@ claims; the real-valued form drops the ceilings, and at N = 18 (n = 3 against
 
 The witness is the network of ``kajitsuka.paper_blocks`` on N = 30 sequences, n = 2, d = 2,
 C = 2, seed 0: the claim ``attention_layers <= Σ(⌊(110)⌋ − 1)`` with the real-valued (110)
-fails (424 blocks against 409), while every claim of ``kajitsuka.paper_blocks`` — among them
+fails (424 blocks against 410), while every claim of ``kajitsuka.paper_blocks`` — among them
 Σ((110) − 1) with the lemmas' integers, 550 — holds. ``meta.info`` lists each stage's figures:
 the slot count and √(N/log₂ N), ``G.6 depth with integer n``, ``(110) Stage III term`` (real)
 and ``(110) with the lemmas' integers``.
@@ -41,24 +41,23 @@ def stage_figures(b: kp.PaperBuild) -> list:
     """Per Lemma C.1 stage (ϕ̃ of Lemma B.3, then F₂): N, C, the slot count g = ⌈√(N/log₂ N)⌉
     and the real √(N/log₂ N) of eq. (110), the block count of this network, ⌊(110)⌋ − 1,
     Lemma G.6's depth with integer n = g and ρ, c = ⌈log₂ R⌉, ⌈log₂ C⌉ (the printed recipe,
-    rounded up as any network must), and (110)'s Stage III term (its lower end, floored)."""
+    rounded up as any network must), and (110)'s Stage III term (floored, its enclosure tightened
+    until the floor is decided: `vardi.eq110_stage3`)."""
     rows = []
     for s in c1_stages(b):
         if s.N < 2:
             continue
         N, C, lay = s.N, s.C, s.layout
         root = E.sqrt(E.enc(N) / E.log2(N))
-        logR, logC = E.log2(s.R2) / 2, E.log2(C)
         ceil_log_R = _ceil_log2(s.R2)
         bits = max(ceil_log_R, vardi.label_width(C))
-        stage3_110 = 3 * root * E.emax(logR, logC) + 2 * root + 2
         rows.append({
             "stage": s.name, "N": N, "C": C, "slots g": lay.g,
             "sqrt(N/log2 N)": E.decimal(root.lo, 4), "groups m": lay.m, "rho": lay.rho, "c": lay.c,
             "ceil log2 R": ceil_log_R, "blocks": 1 + tent_map.relu_layers(lay),
             "floor (110) - 1": floor_lo(vardi.eq110_depth(N, C, s.R2)) - 1,
             "G.6 depth with integer n": 3 * lay.g * bits + 2 * lay.g + 2,
-            "(110) Stage III term": floor_lo(stage3_110),
+            "(110) Stage III term": floor_lo(vardi.eq110_stage3(N, C, s.R2)),
             "(110) with the lemmas' integers - 1": vardi.eq110_integer(N, C, s.R2).depth - 1,
         })
     return rows
