@@ -22,7 +22,7 @@ from bound_mutants import bound_mutants, oracle_false, rehash
 from exactmem.bounds.arch import BoundsInputError, parse_count
 from exactmem.kernel import expression as ex
 from exactmem.kernel import lowerbound as el
-from exactmem.kernel.enclosure import e_interval
+from exactmem.kernel.logarithm import e_interval
 from exactmem.kernel.limits import Budget, Limits
 from exactmem.kernel.lowerbound import check_lower_bound
 from exactmem.kernel.schema import MalformedCertificate

@@ -9,10 +9,10 @@ Every file here is one a reviewer must trust, and nothing else is here (``docs/c
 * graph models (trained networks, ``exactmem verify``): ``text``, ``limits``, ``verdict``,
   ``fields``, ``schema``, ``enclosure``, ``checker``, ``facts``, ``fixedpoint``, ``graph``;
 * lower-bound certificates: ``text``, ``limits``, ``verdict``, ``fields``, ``schema``,
-  ``enclosure``, ``checker``, ``expression``, ``lowerbound``;
+  ``enclosure``, ``checker``, ``logarithm``, ``expression``, ``lowerbound``;
 * claim formulas (a layer model's bounds stated as formulas: that each bound is its formula's
   value, pure arithmetic): ``text``, ``limits``, ``verdict``, ``fields``, ``enclosure``,
-  ``expression``, ``formulas``.
+  ``logarithm``, ``expression``, ``formulas``.
 
 A layer model with claim formulas rests on two bases: the layer-model base for the network and
 the comparison of each claim with the measured quantity, the claim-formula base for "this bound is

@@ -1,4 +1,4 @@
-"""Enclosures of real functions (kernel; standard library only): exp, ln, √, e, π.
+"""Enclosures of real functions (kernel; standard library only): exp, √, π.
 
 The one place where the kernel bounds them, for every kind of certificate.
 
@@ -7,12 +7,12 @@ enclosures*, which lists them all). ``Interval(lo, hi)`` is {x : lo <= x <= hi},
 ``int``/``Fraction``. *Rounding to p bits* replaces an endpoint by a dyadic ``m * 2^e``, ``|m| < 2^p``,
 outward (``lo`` down, ``hi`` up), so every result contains the exact result for any points of the
 arguments. A nonzero number never rounds to zero (rounding is relative): positive lower bounds stay
-positive. `exp_bound`, `ln_point`, `ln2`, `e_interval`, `sqrt_bound`, and π in fixed point
-(`pi_fx`: ``n`` stands for ``n / 2^F``), which ``fixedpoint.py`` (graph models' exp, tanh, σ, erf,
-Φ) reads too.
+positive. `exp_bound`, `sqrt_bound`, and π in fixed point (`pi_fx`: ``n`` stands for
+``n / 2^F``), which ``fixedpoint.py`` (graph models' exp, tanh, σ, erf, Φ) reads too; e and the
+logarithms, which only the expression language needs, are in ``logarithm.py``.
 
 Used by ``evaluate.py`` (layer models), ``fixedpoint.py`` and ``graph.py`` (graph models) and
-``expression.py`` (claim formulas and lower bounds); each keeps its own interval operations (sums,
+``logarithm.py`` and ``expression.py`` (claim formulas and lower bounds); each keeps its own interval operations (sums,
 products, softmax) next to its evaluator.
 No floating point, no tolerance; ``tick`` (the budget's clock) is called inside long series.
 """
@@ -111,12 +111,6 @@ def exp_bound(x: Fraction, p: int, up: bool, tick=None) -> Fraction:
     return round_ratio(b.numerator, b.denominator, p, up)
 
 
-@lru_cache(maxsize=64)
-def e_interval(p: int) -> Interval:
-    """e = exp(1), by `exp_bound`."""
-    return Interval(exp_bound(ONE, p, False), exp_bound(ONE, p, True))
-
-
 def _arctan_series(a: int, b: int, F: int, alternating: bool, J: int) -> tuple:
     """(S, n): S = Σ_{j<n} ±⌊t_j/(2j+1)⌋ (signs (−1)^j when ``alternating``) with t_0 = ⌊a 2^F/b⌋,
     t_{j+1} = ⌊t_j a²/b²⌋, stopping after the term whose successor t_n is 0, or after J terms.
@@ -131,51 +125,6 @@ def _arctan_series(a: int, b: int, F: int, alternating: bool, J: int) -> tuple:
         if not t:
             return S, j + 1
     return S, J
-
-
-def _atanh(a: int, b: int, F: int) -> tuple:
-    """Integers (S, S + 2J + 1) bounding 2^F·atanh(a/b) for 0 <= a/b <= 1/3, J the terms summed.
-
-    Floors only lower, so S <= 2^F Σ_{j<J}; each term is at most 2 units low (`_arctan_series`):
-    Σ_{j<J} <= (S + 2J)/2^F. The tail Σ_{j>=J} <= z^{2J+1}/(1 − z²) <= (9/8)·3^{−2J−1} < 9^{−J}
-    <= 2^{−F} once 9^J >= 2^F (J = F // 3 + 1 terms at most); when t_J = 0 first, 2^F z^{2J+1} <= J + 1
-    and the tail is at most (9/8)(J + 1)/(2J + 1) <= 3/4 of a unit."""
-    S, J = _arctan_series(a, b, F, False, F // 3 + 1)  # 9^J >= 8^J >= 2^(3J) > 2^F
-    return S, S + 2 * J + 1
-
-
-@lru_cache(maxsize=64)
-def ln2(p: int) -> Interval:
-    """ln 2 = 2·atanh(1/3) (since (1 + 1/3)/(1 − 1/3) = 2)."""
-    F = p + 4
-    lo, hi = _atanh(1, 3, F)
-    return Interval(Fraction(2 * lo, 1 << F), Fraction(2 * hi, 1 << F))
-
-
-@lru_cache(maxsize=8192)
-def ln_point(x: Fraction, p: int) -> Interval:
-    """ln x for a rational x > 0: x = 2^k·y with y ∈ [3/4, 3/2), ln x = k·ln 2 + 2·atanh(z),
-    z = (y − 1)/(y + 1) ∈ [−1/7, 1/5]; z is rounded outward to a dyadic first (atanh is
-    increasing), and atanh is odd."""
-    if x == 1:
-        return Interval(ZERO, ZERO)
-    n, d = x.numerator, x.denominator
-    k = n.bit_length() - d.bit_length()
-    while (n << max(0, -k)) * 2 >= (d << max(0, k)) * 3:
-        k += 1
-    while (n << max(0, -k)) * 4 < (d << max(0, k)) * 3:
-        k -= 1
-    yn, yd = n << max(0, -k), d << max(0, k)  # y = yn / yd
-    F = p + k.bit_length() + 8
-    zn, zd = yn - yd, yn + yd
-    zlo, zhi = round_ratio(abs(zn), zd, F + 4, False), round_ratio(abs(zn), zd, F + 4, True)
-    lo = _atanh(zlo.numerator, zlo.denominator, F)[0]
-    hi = _atanh(zhi.numerator, zhi.denominator, F)[1]
-    if zn < 0:
-        lo, hi = -hi, -lo
-    L2 = ln2(F)
-    klo, khi = (k * L2.lo, k * L2.hi) if k >= 0 else (k * L2.hi, k * L2.lo)
-    return rounded(klo + Fraction(2 * lo, 1 << F), khi + Fraction(2 * hi, 1 << F), p)
 
 
 @lru_cache(maxsize=64)

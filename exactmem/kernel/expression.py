@@ -20,7 +20,8 @@ import re
 from fractions import Fraction
 from math import isqrt
 
-from .enclosure import Interval, Undecided, ln2, ln_point, pi_fx, rounded, sqrt_bound
+from .enclosure import Interval, Undecided, pi_fx, rounded, sqrt_bound
+from .logarithm import ln2, ln_point
 from .fields import bad, jtype
 from .text import parse_int, short
 

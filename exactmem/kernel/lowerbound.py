@@ -18,7 +18,8 @@ import re
 from fractions import Fraction
 from math import comb, factorial
 
-from .enclosure import Interval, Undecided, e_interval, exp_bound
+from .enclosure import Interval, Undecided, exp_bound
+from .logarithm import e_interval
 from .expression import (ARITY as CORE, NAME, RELATIONS, DomainError, Parser, add, decide, definitions, evaluate,
                          exact_int, fit, log2, mul, point, render)
 from .limits import DEFAULT_MAX_PRECISION, LimitExceeded
