@@ -315,8 +315,12 @@ def test_sweep_progress_plain_quiet_and_bar(toy_proof, tmp_path, capsys, monkeyp
     assert "\r" not in err
     lines = err.splitlines()
     assert lines[0].startswith("sweep: 2 points (0 already in ")
-    assert lines[1].startswith("[1/2] toy.scale ") and "ETA" in lines[1]
-    assert lines[2].startswith("[2/2] toy.scale ")
+    # inside the first point, before its result: its start at once, then what it does (issue 37)
+    assert lines[1].startswith("[1/2] toy.scale ") and lines[1].endswith(": building the instance")
+    assert lines[2].startswith("[1/2] ") and "built: " in lines[2] and "parameters" in lines[2]
+    results = [ln for ln in lines if "ETA" in ln]
+    assert results[0].startswith("[1/2] toy.scale ") and lines.index(results[0]) > 2
+    assert [ln for ln in lines if ln.startswith("[2/2] toy.scale ")], lines
     fake = FakeTTY()
     monkeypatch.setattr(sys, "stderr", fake)
     c = S.run_sweep(spec, str(tmp_path / "c"))

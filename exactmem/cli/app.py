@@ -343,8 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="certify which examples a trained ONNX network memorizes (docs/verify.md)")
     v.add_argument("model", help="ONNX file (e.g. written by torch.onnx.export)")
     v.add_argument("--data", required=True, help=".npz with inputs (N x n token ids or N x n x d floats) and labels")
-    v.add_argument("--position", choices=("last", "all"), default="last",
-                   help="read the last position's scores (labels N) or every position's (labels N x n)")
+    v.add_argument("--position", default="last", metavar="last|all|K",
+                   help="read the last position's scores (labels N), every position's (labels N x n), or "
+                        "position K's (an index, negative from the end; labels N)")
     v.add_argument("--decode", choices=("argmax",), default="argmax", help="how scores become a class (argmax)")
     v.add_argument("--out", default="certificates", help="directory for the certificate (default: certificates)")
     v.add_argument("--workers", type=int, default=1, help="evaluate examples in N processes (default 1)")
@@ -402,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--verbose", action="store_true", help="one progress line per evaluation")
     w.add_argument("--debug", action="store_true", help="show Python tracebacks for bad input")
     w.add_argument("--data", default=None, help="MODEL.onnx only: .npz with inputs and labels (as for verify)")
-    w.add_argument("--position", choices=("last", "all"), default="last", help="MODEL.onnx only: as for verify")
+    w.add_argument("--position", default="last", metavar="last|all|K", help="MODEL.onnx only: as for verify")
     w.add_argument("--max-precision", type=int, default=4096, help="MODEL.onnx only: top of the ball precision ladder")
     w.add_argument("--no-check", action="store_true",
                    help="MODEL.onnx only: write the certificates at b* and b*-1 without running the kernel on them")

@@ -225,20 +225,24 @@ def _build(point):
     return built
 
 
-def run_point(point: Dict[str, Any], verbose: bool = False) -> Dict[str, Any]:
-    """Build the point's instance and run its task; a record for ``points.jsonl``."""
+def run_point(point: Dict[str, Any], verbose: bool = False, log=None) -> Dict[str, Any]:
+    """Build the point's instance and run its task; a record for ``points.jsonl``. ``log(text)``
+    hears each step inside the point (``verbose``: printed as plain lines instead)."""
     from ..data.dataset import DataError
     from ..model.forward import InputError
     from ..model.layers import ModelError
     from ..proof import ProofFileError
 
-    log = (lambda m: print(m, file=sys.stderr, flush=True)) if verbose else None
+    log = (lambda m: print(m, file=sys.stderr, flush=True)) if verbose else log
     t0 = time.perf_counter()
     rec: Dict[str, Any] = {"key": point["key"], "point": {k: _jsonable(v) for k, v in point.items()
                                                           if k not in ("key", "out_dir")}}
     try:
         built = _build(point)
         model, ds = built.model, built.dataset
+        if log:
+            log(f"    built: {len(ds)} examples, {_measure_dict(model)['n_params']} parameters "
+                f"({time.perf_counter() - t0:.1f} s); evaluating")
         rec["model"] = dict(_measure_dict(model), n_examples=len(ds), decode=model.decode, readout=model.readout,
                             input_type=model.input_type, softmax=_needs_mpfr(model),
                             identity_b_float=identity_bits(model, "float"),

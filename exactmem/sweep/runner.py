@@ -85,9 +85,10 @@ def run_sweep(spec: SweepSpec, out_dir: str, workers: int = 1, quiet: bool = Fal
     order = sorted(todo, key=lambda p: -_cost_hint(p))
     try:
         if (workers <= 1 and not scheduler) or len(todo) <= 1:
-            for p in order:
-                prog.stage(f"{p['theorem']} {_slug(p)} seed {p['seed']} {p['task']}")
-                record(run_point(p, verbose))
+            for p in order:  # inside a point: its stage at once, then what it evaluates (plain: every 10 s)
+                label = f"{p['theorem']} {_slug(p)} seed {p['seed']} {p['task']}"
+                prog.stage(label, f"{label}: building the instance")
+                record(run_point(p, verbose, log=None if verbose else prog.status))
         else:  # points as Dask tasks: an embedded LocalCluster of `workers` processes, or a scheduler
             from distributed import as_completed
 

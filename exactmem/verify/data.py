@@ -13,7 +13,7 @@ import numpy as np
 from .floats import NonFinite, exact_array
 from .onnx_import import VerifyInputError, rational_str
 
-__all__ = ["Examples", "load_npz", "examples"]
+__all__ = ["Examples", "load_npz", "examples", "readout_index"]
 
 
 @dataclass
@@ -22,7 +22,7 @@ class Examples:
     raw: np.ndarray  # what onnxruntime gets (int64 ids or the float vectors)
     exact: Any  # int64 ids, or object array of Fractions (N, n, d)
     labels: np.ndarray  # (N,) or (N, n) int64
-    position: str
+    position: str  # "last" | "all" | "K" (the index a position-K readout reads, 0 <= K < n)
 
     @property
     def N(self) -> int:
@@ -72,16 +72,34 @@ def load_npz(path: str):
         raise VerifyInputError(f"{path} is not a readable .npz file: {' '.join(str(e).split())[:200]}") from None
 
 
-def examples(inputs, labels, position: str = "last") -> Examples:
-    if position not in ("last", "all"):
-        raise VerifyInputError(f"--position must be last or all, not {position!r}")
+def readout_index(position, n: int) -> Optional[int]:
+    """The sequence index K that ``position`` reads (``"last"``/``"all"``: None): an integer or its
+    text, negative from the end as in Python; one line (`VerifyInputError`) when it is neither or
+    out of range for sequences of n tokens."""
+    if position in ("last", "all"):
+        return None
+    if isinstance(position, (int, np.integer)) and not isinstance(position, bool):
+        k = int(position)
+    elif isinstance(position, str) and position.strip().lstrip("-").isdigit():
+        k = int(position)
+    else:
+        raise VerifyInputError(f"--position must be last, all or a position index K (negative from the end), "
+                               f"not {position!r}")
+    if not -n <= k < n:
+        raise VerifyInputError(f"--position {k} is outside sequences of {n} tokens (give -{n} .. {n - 1})")
+    return k % n
+
+
+def examples(inputs, labels, position="last") -> Examples:
     x = np.asarray(inputs)
     y = np.asarray(labels)
     if x.ndim not in (2, 3) or x.shape[0] == 0 or x.shape[1] == 0:
         raise VerifyInputError(f"inputs must be N x n token ids or N x n x d vectors (N, n >= 1), got shape {list(x.shape)}")
+    k = readout_index(position, x.shape[1])
+    position = "all" if position == "all" else "last" if k is None else str(k)
     if y.dtype.kind not in "iu":
         raise VerifyInputError(f"labels must be integer class indices, got {y.dtype}")
-    want = (x.shape[0],) if position == "last" else x.shape[:2]
+    want = x.shape[:2] if position == "all" else (x.shape[0],)
     if y.shape != want:
         raise VerifyInputError(f"labels have shape {list(y.shape)}; position {position} needs {list(want)}")
     if (y < 0).any():

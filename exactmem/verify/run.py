@@ -54,10 +54,14 @@ class VerifyResult:
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
 
 
-def export_torch(module, example: np.ndarray, quiet: bool = True):
+def export_torch(module, example: np.ndarray, quiet: bool = True, forward=None, output=None):
     """A ``torch.nn.Module`` as an ONNX ModelProto (``torch.onnx.export(..., dynamo=True)``) for
-    inputs shaped like ``example`` ([1, n] ids or [1, n, d] floats); a forward that returns a
-    dict or a ``ModelOutput`` is read at ``logits``, a tuple at its first item."""
+    inputs shaped like ``example`` ([1, n] ids or [1, n, d] floats).
+
+    ``forward(module, x)`` calls the module when ``module(x)`` is not the call to certify (extra
+    arguments held constant: ``lambda m, x: m(x, mask)``); ``output`` picks the scores from what
+    it returns: a name (a dict key or an attribute, e.g. ``"logits"``) or an index (of a tuple or
+    list). By default a dict or a ``ModelOutput`` is read at ``logits``, a tuple at its first item."""
     try:
         import torch
     except ImportError:
@@ -69,14 +73,8 @@ def export_torch(module, example: np.ndarray, quiet: bool = True):
             self.inner = inner
 
         def forward(self, x):
-            out = self.inner(x)
-            if hasattr(out, "logits"):
-                return out.logits
-            if isinstance(out, dict):
-                return out["logits"]
-            if isinstance(out, (tuple, list)):
-                return out[0]
-            return out
+            out = self.inner(x) if forward is None else forward(self.inner, x)
+            return pick_output(out, output)
 
     was_training = module.training
     module.eval()
@@ -86,12 +84,50 @@ def export_torch(module, example: np.ndarray, quiet: bool = True):
     sink = io.StringIO() if quiet else sys.stderr
     try:
         with torch.no_grad(), contextlib.redirect_stdout(sink):
+            pick_output(module(x) if forward is None else forward(module, x), output)  # a wrong name: said first
             prog = torch.onnx.export(_Logits(module).eval(), (x,), dynamo=True, verbose=False)
+    except VerifyInputError:
+        raise
     except Exception as e:
-        raise VerifyInputError(f"torch.onnx.export failed: {' '.join(str(e).split())[:300]}") from None
+        raise VerifyInputError(f"torch.onnx.export failed: {export_cause(e)}") from None
     finally:
         module.train(was_training)
     return prog.model_proto
+
+
+def pick_output(out, output=None):
+    """The scores among a forward's results: ``output`` a name or an index, else ``logits`` of a
+    dict or ``ModelOutput``, the first item of a tuple or list, or the result itself."""
+    if output is None:
+        if hasattr(out, "logits"):
+            return out.logits
+        if isinstance(out, dict):
+            return out["logits"]
+        return out[0] if isinstance(out, (tuple, list)) else out
+    try:
+        if isinstance(output, int) and not isinstance(output, bool):
+            return out[output]
+        return out[output] if isinstance(out, dict) or hasattr(out, "keys") and output in out.keys() else \
+            getattr(out, output)
+    except (IndexError, KeyError, AttributeError, TypeError):
+        kind = type(out).__name__
+        has = f" (it has {', '.join(map(str, out.keys()))})" if hasattr(out, "keys") else \
+            f" ({len(out)} items)" if isinstance(out, (tuple, list)) else ""
+        raise VerifyInputError(f"output={output!r}: the forward returns a {kind} with no such item{has}") from None
+
+
+def export_cause(e: BaseException) -> str:
+    """The first line of the innermost exception's message (the exporter's own cause), and the outer
+    one's when they differ: what to fix, not 300 characters of wrapper text."""
+    inner = e
+    for _ in range(32):  # a chain of causes ends; 32 links are plenty
+        nxt = inner.__cause__ or inner.__context__
+        if nxt is None:
+            break
+        inner = nxt
+    first = lambda x: next((ln.strip() for ln in str(x).splitlines() if ln.strip()), type(x).__name__)  # noqa: E731
+    a, b = first(e), first(inner)
+    return a if a == b else f"{type(inner).__name__}: {b} (from: {a})"
 
 
 def _float_argmax(model_bytes: bytes, ex: Examples, rows: List[int]) -> Optional[Dict[int, bool]]:
@@ -114,7 +150,7 @@ def _float_argmax(model_bytes: bytes, ex: Examples, rows: List[int]) -> Optional
             x = x.astype(dtype)
         y = np.asarray(sess.run(None, {inp.name: x})[0])
         lab = ex.labels[i]
-        if ex.position == "last":
+        if ex.position != "all":  # last, or K: the graph already reads index K
             row = y[0, -1] if y.ndim == 3 else y[0]
             out[i] = int(np.argmax(row)) == int(lab)
         else:
@@ -140,15 +176,19 @@ def _ladder(max_precision: int):
     return ps if ps and ps[-1] == max_precision else ps + [max_precision]
 
 
-def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, position: str = "last",
+def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, position="last",
            decode: str = "argmax", out: Optional[str] = None, workers: int = 1, quiet: bool = True,
-           max_precision: int = 4096, float_count: bool = True, name: Optional[str] = None) -> VerifyResult:
+           max_precision: int = 4096, float_count: bool = True, name: Optional[str] = None, forward=None,
+           output=None) -> VerifyResult:
     """Certify, example by example, what ``model`` memorizes (see the module docstring).
 
     ``model``: an ONNX path, a ``ModelProto`` or a ``torch.nn.Module``. ``inputs``: N×n token ids
     or N×n×d float vectors (taken exactly); ``labels``: N class indices (``position="last"``) or
-    N×n (``"all"``); or ``data=`` a ``.npz`` with both. ``out``: directory for the certificate
-    (none written when None). Raises `VerifyInputError` (one line) on bad input."""
+    N×n (``"all"``); or ``data=`` a ``.npz`` with both. ``position``: ``"last"``, ``"all"`` or an
+    index K (negative from the end; the certificate's graph gains a Gather reading index K,
+    `readout`). A module is exported with ``forward(module, x)`` and ``output`` (`export_torch`):
+    other arguments held constant, the scores picked by name or index. ``out``: directory for the
+    certificate (none written when None). Raises `VerifyInputError` (one line) on bad input."""
     from ..progress import Progress
 
     t0 = time.perf_counter()
@@ -163,24 +203,30 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
             raise VerifyInputError(f"{model} is a directory, not an ONNX model file (give MODEL.onnx)")
         if not os.path.exists(model):
             raise VerifyInputError(f"{model}: no such ONNX model file")
+    if (forward is not None or output is not None) and not (hasattr(model, "state_dict") and hasattr(model, "forward")):
+        raise VerifyInputError("forward= and output= apply to a torch.nn.Module; an ONNX model is taken as exported")
     ex = given_examples(inputs, labels, data, position)
     if hasattr(model, "state_dict") and hasattr(model, "forward"):
-        mp = export_torch(model, ex.raw[:1], quiet=quiet)
+        mp = export_torch(model, ex.raw[:1], quiet=quiet, forward=forward, output=output)
         name = name or type(model).__name__
     else:
         name = name or (os.path.splitext(os.path.basename(str(model)))[0] if isinstance(model, (str, os.PathLike))
                         else "model")
         mp = model
     mp = load_onnx(mp)
+    if ex.position not in ("last", "all"):  # position K: the certificate's graph reads index K
+        from .readout import read_position
+
+        mp = load_onnx(read_position(mp, int(ex.position)))
     lowered = lower(mp, ex.n, ex.dim)
     C = lowered.n_classes
-    if position == "all" and len(lowered.out_shape) != 3:
+    if ex.position == "all" and len(lowered.out_shape) != 3:
         raise VerifyInputError(f"position all needs a [1, n, C] output; the model gives {list(lowered.out_shape)}")
     if int(ex.labels.max()) >= C:
         raise VerifyInputError(f"label {int(ex.labels.max())} is outside the model's {C} classes")
     if ex.kind == "tokens" and int(ex.raw.max()) >= lowered.vocab:
         raise VerifyInputError(f"token id {int(ex.raw.max())} is outside the vocabulary [0, {lowered.vocab})")
-    model_json = lowered.model_json(position, decode)
+    model_json = lowered.model_json("all" if ex.position == "all" else "last", decode)
     t_lower = time.perf_counter()
 
     # distinct (input, label) pairs: each is evaluated once

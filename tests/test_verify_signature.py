@@ -1,0 +1,154 @@
+"""Any model signature (issue 35, build item 3): a readout at any position K, a module whose forward
+takes more than the input or returns more than the scores, and export errors that keep their cause.
+
+The ONNX part needs no PyTorch (a lookup-table model built with ``onnx.helper``); the module part
+is ``needs_torch``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from exactmem.verify.data import readout_index  # noqa: E402
+from exactmem.verify.onnx_import import VerifyInputError  # noqa: E402
+from exactmem.verify.run import export_cause, pick_output, verify  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+V, C, n = 7, 5, 4
+
+
+def table_model(table: np.ndarray):
+    """ids [1, n] -> scores [1, n, C] = table[ids] (float32): each position's scores are its token's row."""
+    g = helper.make_graph(
+        [helper.make_node("Gather", ["table", "ids"], ["scores"], axis=0)], "lookup",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, n])],
+        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, n, C])],
+        [numpy_helper.from_array(table.astype(np.float32), "table")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+
+
+@pytest.fixture(scope="module")
+def lookup():
+    rng = np.random.default_rng(3)
+    table = rng.integers(-8, 8, (V, C)).astype(np.float32)
+    table[np.arange(V), rng.integers(0, C, V)] += 20  # one clear winner per token
+    X = rng.integers(0, V, (12, n))
+    return table, X
+
+
+def test_readout_index_reads_python_style_positions():
+    assert [readout_index(k, 4) for k in ("last", "all", 0, "2", -1, "-4")] == [None, None, 0, 2, 3, 0]
+    for bad in (4, -5, "first", 1.5, None):
+        with pytest.raises(VerifyInputError):
+            readout_index(bad, 4)
+
+
+def test_position_k_certifies_what_position_k_answers(lookup, tmp_path):
+    table, X = lookup
+    mp = table_model(table)
+    for k in (0, 2, -1):
+        y = np.argmax(table[X[:, k]], axis=1)  # the answer at position k
+        res = verify(mp, X, y, position=k, out=str(tmp_path / f"k{k}"), name=f"pos{k}")
+        assert (res.certified, res.refuted, res.unknown) == (len(set(map(tuple, X))), 0, 0)
+        assert res.float_count == res.certified
+        wrong = verify(mp, X, (y + 1) % C, position=k)  # every label off: nothing memorized
+        assert wrong.certified == 0 and wrong.refuted == res.certified
+        path = res.certificate
+        r = subprocess.run([sys.executable, "-m", "exactmem", "check", path], capture_output=True, text=True,
+                           cwd=ROOT, timeout=300)
+        assert r.returncode == 0 and r.stdout.startswith("CERTIFIED"), r.stdout + r.stderr
+        nodes = json.load(open(path))["model"]["graph"]["nodes"]
+        assert nodes[-1]["op"] == "Gather"  # the readout the certificate states, checked like any node
+    # position 0 differs from the last position on this data: the readout is not the last one in disguise
+    y0 = np.argmax(table[X[:, 0]], axis=1)
+    assert verify(mp, X, y0, position="last").certified < len(set(map(tuple, X)))
+
+
+def test_position_k_errors_are_one_line(lookup):
+    table, X = lookup
+    y = np.zeros(len(X), dtype=np.int64)
+    with pytest.raises(VerifyInputError, match="outside sequences of 4 tokens"):
+        verify(table_model(table), X, y, position=9)
+    with pytest.raises(VerifyInputError, match="forward= and output= apply to a torch.nn.Module"):
+        verify(table_model(table), X, y, output=0)
+    r = subprocess.run([sys.executable, "-m", "exactmem", "verify", "nope.onnx", "--data", "x.npz", "--position",
+                        "first"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 3 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+
+
+def test_pick_output_by_name_index_or_default():
+    class Out(dict):
+        pass
+
+    assert pick_output({"logits": 1, "aux": 2}) == 1 and pick_output((3, 4)) == 3 and pick_output(5) == 5
+    assert pick_output((3, 4), 1) == 4 and pick_output({"a": 1, "b": 2}, "b") == 2
+    with pytest.raises(VerifyInputError, match=r"no such item \(it has a, b\)"):
+        pick_output({"a": 1, "b": 2}, "logits")
+    with pytest.raises(VerifyInputError, match=r"2 items"):
+        pick_output((1, 2), 5)
+
+
+def test_export_cause_is_the_first_line_of_the_innermost_message():
+    try:
+        try:
+            raise ValueError("Unsupported: data-dependent branch on x.sum()\n  at line 3\n" + "detail " * 100)
+        except ValueError as inner:
+            raise RuntimeError("Failed to export the model with torch.export. " + "x" * 400) from inner
+    except RuntimeError as e:
+        msg = export_cause(e)
+    assert msg.startswith("ValueError: Unsupported: data-dependent branch on x.sum()") and "detail" not in msg
+    assert len(msg) < 600
+
+
+@pytest.mark.needs_torch
+def test_a_module_with_two_inputs_and_two_outputs_read_at_position_0(tmp_path):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxscript")
+
+    class TwoInTwoOut(torch.nn.Module):
+        """forward(x, y) -> (scores [1, n, C], aux): a memorizer that answers at its first token."""
+
+        def __init__(self):
+            super().__init__()
+            self.e = torch.nn.Embedding(V, 16)
+            self.att = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+            self.h = torch.nn.Linear(16, C)
+
+        def forward(self, x, y):
+            z = self.e(x) + y
+            a, w = self.att(z, z, z)
+            return self.h(a), w
+
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    codes = rng.choice(V ** n, 16, replace=False)  # 16 distinct sequences: no input with two labels
+    X = np.stack([(codes // V ** j) % V for j in range(n)], axis=1)
+    labels = rng.integers(0, C, 16)
+    net, shift = TwoInTwoOut(), torch.zeros(1, n, 16)
+    opt = torch.optim.Adam(net.parameters(), lr=3e-2)
+    for _ in range(300):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(net(torch.tensor(X), shift)[0][:, 0], torch.tensor(labels)).backward()
+        opt.step()
+    net.eval()
+    res = verify(net, X, labels, position=0, forward=lambda m, x: m(x, shift), output=0, out=str(tmp_path))
+    with torch.no_grad():
+        float_ok = int((net(torch.tensor(X), shift)[0][:, 0].argmax(-1).numpy() == labels).sum())
+    assert res.float_count == float_ok and res.certified + res.unknown >= float_ok - res.unknown
+    assert res.certified == float_ok - sum(1 for d in res.differences if d["float_argmax_is_label"]) + \
+        sum(1 for d in res.differences if d["verdict"] == "pass")
+    r = subprocess.run([sys.executable, "-m", "exactmem", "check", res.certificate], capture_output=True, text=True,
+                       cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with pytest.raises(VerifyInputError, match="no such item"):
+        verify(net, X, labels, position=0, forward=lambda m, x: m(x, shift), output="logits")
