@@ -61,6 +61,8 @@ def test_position_k_certifies_what_position_k_answers(lookup, tmp_path):
         res = verify(mp, X, y, position=k, out=str(tmp_path / f"k{k}"), name=f"pos{k}")
         assert (res.certified, res.refuted, res.unknown) == (len(set(map(tuple, X))), 0, 0)
         assert res.float_count == res.certified
+        assert (res.n_params, res.n_params_source, res.graph_constants, res.buffers) == \
+            (V * C, "ONNX float initializers", V * C, None)  # the readout's index is an int, not a weight
         wrong = verify(mp, X, (y + 1) % C, position=k)  # every label off: nothing memorized
         assert wrong.certified == 0 and wrong.refuted == res.certified
         path = res.certificate
@@ -120,12 +122,14 @@ def test_a_module_with_two_inputs_and_two_outputs_read_at_position_0(tmp_path):
 
         def __init__(self):
             super().__init__()
+            self.register_buffer("table", torch.arange(64.0).reshape(8, 8))  # a fixed table, never trained
+            self.frozen = torch.nn.Parameter(torch.ones(16), requires_grad=False)
             self.e = torch.nn.Embedding(V, 16)
             self.att = torch.nn.MultiheadAttention(16, 2, batch_first=True)
             self.h = torch.nn.Linear(16, C)
 
         def forward(self, x, y):
-            z = self.e(x) + y
+            z = self.e(x) * self.frozen + y + self.table[0, 0]
             a, w = self.att(z, z, z)
             return self.h(a), w
 
@@ -142,6 +146,9 @@ def test_a_module_with_two_inputs_and_two_outputs_read_at_position_0(tmp_path):
         opt.step()
     net.eval()
     res = verify(net, X, labels, position=0, forward=lambda m, x: m(x, shift), output=0, out=str(tmp_path))
+    trainable = sum(p.numel() for p in net.parameters() if p.requires_grad)
+    assert (res.n_params, res.buffers, res.n_params_source) == (trainable, 64, "module parameters")
+    assert res.graph_constants >= trainable  # the graph's constants hold the weights and more (frozen, shapes...)
     with torch.no_grad():
         float_ok = int((net(torch.tensor(X), shift)[0][:, 0].argmax(-1).numpy() == labels).sum())
     assert res.float_count == float_ok and res.certified + res.unknown >= float_ok - res.unknown

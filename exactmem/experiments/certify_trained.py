@@ -128,4 +128,4 @@ def verify_examples(module: Any, inputs: Any, labels: Any, *, workers: int = 1, 
     if counts.get("n_rows") == counts.get("n_examples") and (
             counts.get("n_pass") != verdicts.count(CERTIFIED) or counts.get("n_fail") != verdicts.count(REFUTED)):
         raise RuntimeError(f"certificate counts {counts} disagree with the per-example verdicts of {name}")
-    return ExampleVerdicts(verdicts, v.status, v.message, counts, path, list(res.bits), res.n_params)
+    return ExampleVerdicts(verdicts, v.status, v.message, counts, path, list(res.bits), res.graph_constants)

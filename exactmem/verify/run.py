@@ -38,9 +38,12 @@ class VerifyResult:
     verdicts: List[str]  # per row: "pass" | "fail" | "unknown"
     bits: List[int]  # per row: the precision that decided it
     differences: List[Dict[str, Any]]  # rows where float and certified verdicts differ (or unknown)
-    n_params: int
+    n_params: int  # trained weights: a module's parameters (requires_grad), or an ONNX file's float initializers
     seconds: Dict[str, float] = field(default_factory=dict)
     doc: Optional[Dict[str, Any]] = None
+    graph_constants: int = 0  # entries of the certificate graph's constants (what the kernel's n_params counts)
+    buffers: Optional[int] = None  # a module's buffers (fixed tables, masks); None for an ONNX file
+    n_params_source: str = "ONNX float initializers"
 
     def summary(self) -> str:
         fc = "n/a (no onnxruntime)" if self.float_count is None else str(self.float_count)
@@ -50,7 +53,8 @@ class VerifyResult:
     def to_json(self) -> Dict[str, Any]:
         return {"certified": self.certified, "refuted": self.refuted, "unknown": self.unknown,
                 "n_distinct": self.n_distinct, "n_rows": self.n_rows, "float_count": self.float_count,
-                "certificate": self.certificate, "n_params": self.n_params, "differences": self.differences,
+                "certificate": self.certificate, "n_params": self.n_params, "n_params_source": self.n_params_source,
+                "graph_constants": self.graph_constants, "buffers": self.buffers, "differences": self.differences,
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
 
 
@@ -93,6 +97,22 @@ def export_torch(module, example: np.ndarray, quiet: bool = True, forward=None, 
     finally:
         module.train(was_training)
     return prog.model_proto
+
+
+def float_initializer_entries(mp) -> int:
+    """Entries of the float initializers of ONNX model ``mp``: its trained weights as far as the file
+    says (an exporter stores parameters there; a module's buffers may be there too)."""
+    from onnx import TensorProto
+
+    floats = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
+    total = 0
+    for t in mp.graph.initializer:
+        if t.data_type in floats:
+            n = 1
+            for d in t.dims:
+                n *= d
+            total += n
+    return total
 
 
 def pick_output(out, output=None):
@@ -206,14 +226,19 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     if (forward is not None or output is not None) and not (hasattr(model, "state_dict") and hasattr(model, "forward")):
         raise VerifyInputError("forward= and output= apply to a torch.nn.Module; an ONNX model is taken as exported")
     ex = given_examples(inputs, labels, data, position)
+    sizes = None
     if hasattr(model, "state_dict") and hasattr(model, "forward"):
         mp = export_torch(model, ex.raw[:1], quiet=quiet, forward=forward, output=output)
         name = name or type(model).__name__
+        sizes = {"n_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
+                 "buffers": sum(b.numel() for b in model.buffers()), "n_params_source": "module parameters"}
     else:
         name = name or (os.path.splitext(os.path.basename(str(model)))[0] if isinstance(model, (str, os.PathLike))
                         else "model")
         mp = model
     mp = load_onnx(mp)
+    if sizes is None:  # an ONNX model: the file's float initializers
+        sizes = {"n_params": float_initializer_entries(mp)}
     if ex.position not in ("last", "all"):  # position K: the certificate's graph reads index K
         from .readout import read_position
 
@@ -295,9 +320,10 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
         if v[0] == "unknown" or (f_ok is not None and f_ok != (v[0] == "pass")):
             differences.append({"row": i, "verdict": v[0], "float_argmax_is_label": f_ok, "bits": v[1],
                                 "margin": v[2]})
-    n_params = sum(len(c["values"]) for c in model_json["graph"]["constants"].values() if "values" in c)
+    constants = sum(len(c["values"]) for c in model_json["graph"]["constants"].values() if "values" in c)
     res = VerifyResult(counts["pass"], counts["fail"], counts["unknown"], counts["distinct"], ex.N,
-                       None if fl is None else sum(fl.values()), None, row_verdict, row_bits, differences, n_params)
+                       None if fl is None else sum(fl.values()), None, row_verdict, row_bits, differences,
+                       graph_constants=constants, **sizes)
     from .certificate import build
 
     meta = {"producer": "exactmem verify", "float_count": res.float_count, "differences": differences,
