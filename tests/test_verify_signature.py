@@ -159,3 +159,36 @@ def test_a_module_with_two_inputs_and_two_outputs_read_at_position_0(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     with pytest.raises(VerifyInputError, match="no such item"):
         verify(net, X, labels, position=0, forward=lambda m, x: m(x, shift), output="logits")
+
+
+@pytest.mark.needs_torch
+def test_sweep_rounds_the_trained_weights_of_a_module_and_keeps_its_buffers_exact():
+    """Issue 35, build item 4: a fixed 64 x 4 sinusoidal table (5 rows used) and a frozen parameter
+    are not weights; the trainable parameters are, even when the exporter stores one transposed."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxscript")
+    from exactmem.verify.bits import module_weights, weight_initializers
+    from exactmem.verify.run import export_torch
+
+    class Table(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            pos = torch.arange(64.0)[:, None] / (10.0 ** torch.arange(4.0))
+            self.register_buffer("pe", torch.sin(pos))
+            self.frozen = torch.nn.Parameter(torch.linspace(1, 2, 4), requires_grad=False)
+            self.e = torch.nn.Embedding(V, 4)
+            self.h = torch.nn.Linear(4, C)
+
+        def forward(self, x):
+            return self.h(self.e(x) * self.frozen + self.pe[: x.shape[1]])
+
+    torch.manual_seed(1)
+    net = Table()
+    mp = export_torch(net, np.zeros((1, 5), dtype=np.int64))
+    weights, kept = module_weights(net, mp)
+    sizes = {t.name: int(np.prod(t.dims)) for t in mp.graph.initializer}
+    trainable = sum(p.numel() for p in net.parameters() if p.requires_grad)
+    assert sum(sizes[w] for w in weights) == trainable  # e.weight, h.weight (transposed), h.bias
+    assert set(kept.values()) == {"buffer"} and sum(sizes[k] for k in kept) == 5 * 4 + 4  # pe[:5], frozen
+    auto, _ = weight_initializers(mp)
+    assert sum(sizes[w] for w in auto) > trainable  # the file alone would round the table too

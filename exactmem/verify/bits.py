@@ -15,6 +15,9 @@ silent rounding). Not rounded: integer initializers (indices, shapes), float ``C
 nodes, and two kinds of structural float initializers (`structural`): one-element
 tensors (GELU-tanh's 0.044715 and √(2/π), 0.5, the attention scale, Pow's exponent 3) and
 additive masks (entries 0 and one negative constant, e.g. the causal mask's float32 minimum).
+For a ``torch.nn.Module`` the module says which are trained (`module_weights`): an initializer
+holding a trainable parameter's entries is a weight, one drawn from its buffers or frozen
+parameters (a fixed sinusoidal table) is kept exact as ``"buffer"``.
 
 Every example is then re-judged by the same rigorous evaluator (`verify`
 on the rounded model). The headline: the **certified minimal b** — the smallest ``b`` at which
@@ -44,7 +47,7 @@ from .data import Examples, given_examples
 from .floats import FORMATS, decode_bits
 from .onnx_import import VerifyInputError, load_onnx
 
-__all__ = ["sweep_bits", "BitsResult", "BitsPoint", "round_model", "weight_initializers", "structural",
+__all__ = ["sweep_bits", "BitsResult", "BitsPoint", "round_model", "weight_initializers", "module_weights", "structural",
            "encode_bits", "round_bits_array", "FORMAT_MARKS", "DEFAULT_BITS"]
 
 DEFAULT_BITS = (2, 4, 6, 8, 10, 12, 16, 24)
@@ -140,6 +143,36 @@ def weight_initializers(model) -> Tuple[List[str], Dict[str, str]]:
         else:
             kept[t.name] = why
     return weights, kept
+
+
+def module_weights(module, model) -> Tuple[List[str], Dict[str, str]]:
+    """`weight_initializers` for an ONNX ``model`` exported from the torch ``module``: a float
+    initializer that holds a trained parameter's entries (the same multiset of stored values, so a
+    transposed or reshaped copy too) is a weight; one drawn wholly from the module's buffers or
+    frozen parameters (a fixed sinusoidal table, a mask, the rows of it the graph keeps) is kept
+    exact as ``"buffer"``; any other is decided by `weight_initializers`."""
+    def bits_of(t):
+        a = t.detach().cpu().numpy()
+        return np.ascontiguousarray(a).view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]).reshape(-1)
+
+    trained = {np.sort(bits_of(q)).tobytes() for q in module.parameters() if q.requires_grad}
+    fixed = [bits_of(q) for q in module.parameters() if not q.requires_grad] + [bits_of(q) for q in module.buffers()]
+    fixed_values = np.unique(np.concatenate(fixed)) if fixed else np.zeros(0, dtype=np.uint32)
+    auto, kept = weight_initializers(model)
+    weights, out_kept = [], {}
+    for t in model.graph.initializer:
+        if t.data_type not in _ONNX_FLOATS:
+            continue
+        raw = _raw(t)[0].reshape(-1)
+        if np.sort(raw).tobytes() in trained:
+            weights.append(t.name)
+        elif raw.size and fixed_values.dtype == raw.dtype and np.isin(raw, fixed_values).all():
+            out_kept[t.name] = "buffer"
+        elif t.name in kept:
+            out_kept[t.name] = kept[t.name]
+        else:
+            weights.append(t.name)
+    return weights, out_kept
 
 
 def round_model(model, b: int, names: Optional[Iterable[str]] = None):
@@ -514,7 +547,8 @@ def sweep_bits(model, inputs=None, labels=None, *, bits: Sequence[int] = DEFAULT
         raise VerifyInputError("--neighbours must be at least 0")
     ex = given_examples(inputs, labels, data, position)
     mp, name = _model_proto(model, ex, quiet, name)
-    auto, kept = weight_initializers(mp)
+    is_module = hasattr(model, "state_dict") and hasattr(model, "forward")
+    auto, kept = module_weights(model, mp) if is_module else weight_initializers(mp)
     wnames = auto if weights is None else list(weights)
     inits = {t.name for t in mp.graph.initializer if t.data_type in _ONNX_FLOATS}
     missing = [w for w in wnames if w not in inits]
