@@ -22,7 +22,7 @@ from math import isqrt
 
 from .enclosure import Interval, Undecided, pi_fx, rounded, sqrt_bound
 from .logarithm import ln2, ln_point
-from .fields import bad, jtype
+from .fields import _list, _obj, _str, bad, jtype
 from .text import parse_int, short
 
 MAX_DEPTH = 48  # nesting of one expression
@@ -181,6 +181,19 @@ class Parser:
         if den == 0:
             bad(path, "zero denominator")
         return Fraction(parse_int(m.group(1) + m.group(2)), den)
+
+    def definitions(self, items) -> list:
+        """``definitions``, ``[{"name", "expr", "note"?}]``: each a new name (added to the names
+        later expressions may use) and its parsed expression, in order: [(name, expr)]."""
+        out = []
+        for i, d in enumerate(_list(items, "definitions")):
+            name = _str(_obj(d, f"definitions[{i}]", ("name", "expr"), ("note",))["name"], f"definitions[{i}].name")
+            _str(d.get("note", ""), f"definitions[{i}].note")
+            if not NAME.fullmatch(name) or name in self.names:
+                bad(f"definitions[{i}].name", f"{name[:40]!r} is not a new name ([A-Za-z_][A-Za-z0-9_.]*)")
+            out.append((name, self.expr(d["expr"], f"definitions[{i}].expr")))
+            self.names.add(name)
+        return out
 
     def expr(self, x, path: str, depth: int = 0):
         """The parsed expression: Fraction | ("name", str) | (op, args...) | ("^", arg, int)."""

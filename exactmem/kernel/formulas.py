@@ -15,7 +15,7 @@ from typing import Optional
 
 from .enclosure import Undecided
 from .expression import NAME, DomainError, Parser, decide, definitions, evaluate, point, render
-from .fields import _list, _obj, _str, bad
+from .fields import _str, bad
 from .text import fmt
 from .verdict import Verdict
 
@@ -26,7 +26,7 @@ def parse_formulas(definitions, claims: list, budget) -> dict:
     """The named bounds, the certificate's ``definitions`` and the claim formulas, validated
     (MalformedCertificate if not): {"names": {name: bound}, "defs": [(name, expr)], "formulas":
     [(claim index, expr)]}."""
-    rd, names, defs = Parser(budget), {}, []
+    rd, names = Parser(budget), {}
     for c, (raw, _, _, bound) in enumerate(claims):
         if "name" in raw:
             n = _str(raw["name"], f"claims[{c}].name")
@@ -34,13 +34,7 @@ def parse_formulas(definitions, claims: list, budget) -> dict:
                 bad(f"claims[{c}].name", f"{n[:40]!r} is not a new name ([A-Za-z_][A-Za-z0-9_.]*)")
             names[n] = bound
     rd.names = set(names)
-    for i, d in enumerate(_list(definitions, "definitions")):
-        n = _str(_obj(d, f"definitions[{i}]", ("name", "expr"), ("note",))["name"], f"definitions[{i}].name")
-        _str(d.get("note", ""), f"definitions[{i}].note")
-        if not NAME.fullmatch(n) or n in rd.names:
-            bad(f"definitions[{i}].name", f"{n[:40]!r} is not a new name ([A-Za-z_][A-Za-z0-9_.]*)")
-        defs.append((n, rd.expr(d["expr"], f"definitions[{i}].expr")))
-        rd.names.add(n)
+    defs = rd.definitions(definitions)
     formulas = [(c, rd.expr(raw["formula"], f"claims[{c}].formula")) for c, (raw, *_) in enumerate(claims)
                 if "formula" in raw]
     return {"names": names, "defs": defs, "formulas": formulas}

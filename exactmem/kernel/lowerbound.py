@@ -20,7 +20,7 @@ from math import comb, factorial
 
 from .enclosure import Interval, Undecided, exp_bound
 from .logarithm import e_interval
-from .expression import (ARITY as CORE, NAME, RELATIONS, DomainError, Parser, add, decide, definitions, evaluate,
+from .expression import (ARITY as CORE, RELATIONS, DomainError, Parser, add, decide, definitions, evaluate,
                          exact_int, fit, log2, mul, point, render)
 from .limits import DEFAULT_MAX_PRECISION, LimitExceeded
 from .fields import MalformedCertificate, _list, _obj, _str, bad, integer, jtype
@@ -164,14 +164,8 @@ def parse_lower_bound(doc, budget) -> dict:
     if "check" in doc:
         cap = min(cap, integer(_obj(doc["check"], "check", ("max_precision",))["max_precision"],
                                "check.max_precision", START_PRECISION))
-    rd, defs, steps, ids = Parser(budget, ARITY), [], [], set()
-    for i, d in enumerate(_list(doc["definitions"], "definitions")):
-        name = _str(_obj(d, f"definitions[{i}]", ("name", "expr"), ("note",))["name"], f"definitions[{i}].name")
-        _str(d.get("note", ""), f"definitions[{i}].note")
-        if not NAME.fullmatch(name) or name in rd.names:
-            bad(f"definitions[{i}].name", f"{name[:40]!r} is not a new name ([A-Za-z_][A-Za-z0-9_.]*)")
-        defs.append((name, rd.expr(d["expr"], f"definitions[{i}].expr")))
-        rd.names.add(name)
+    rd, steps, ids = Parser(budget, ARITY), [], set()
+    defs = rd.definitions(doc["definitions"])
     for i, s in enumerate(_list(doc["steps"], "steps", nonempty=True)):
         where = f"steps[{i}]"
         _obj(s, where, ("id", "eq", "claim", "lhs", "rel", "rhs"), ("uses",))
