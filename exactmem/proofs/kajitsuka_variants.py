@@ -35,10 +35,12 @@ inputs e_x are (1, 1)-separated; the theorem leaves r, δ undefined):
 from fractions import Fraction
 
 from exactmem.arith import enclosure as E
+from exactmem.certificate.formulas import PI, Formulas, add, ceil, div, emax, floor, log2, mul, power, sqrt, sub
 from exactmem.certificate.writer import Claim
 from exactmem.constructions.kajitsuka import compact as kajitsuka
 from exactmem.constructions.kajitsuka import embedding as KE
 from exactmem.constructions.kajitsuka import variants as KV
+from exactmem.constructions.vardi import formulas as vf
 from exactmem.constructions.vardi import memorizer as vardi
 from exactmem.proof import Built, Instance, Theorem
 from exactmem.proofs._kajitsuka_core import data_claims, instance_data
@@ -117,9 +119,61 @@ def f1_R_check(info):
     return E.log2(R2) * half, E.log2(top) * half, R2.lo >= top.hi
 
 
-def f1_claims(b):
+def f1_stage_formulas(b, F: Formulas) -> list:
+    """`f1_stage_bounds` as claim formulas: each stack's measured C, r², δ² and its subsets' N_i
+    as named numbers, (110) per subset and (111) per stack with its largest subset, evaluated by
+    the kernel. [] where a subset has fewer than 2 points."""
     info = b.info
-    out = data_claims(info) + [
+    if (b.phi is not None and min(l.N for l in b.phi.layouts) < 2) or min(l.N for l in b.f2.layouts) < 2:
+        return []
+    depth, bits = [] if b.phi is not None else [2], []  # no ϕ̃: F₁ = one projection layer + its output layer
+    stacks = [("F2", b.f2.layouts, info["C"], info["F2 r^2"], info["F2 delta^2"], info["F2 N (contexts)"], 3)]
+    if b.phi is not None:
+        stacks.insert(0, ("phi", b.phi.layouts, info["weight range F = ceil(4 N'^2 |A| sqrt(pi))"] + 1,
+                          info["phi r^2"], info["phi delta^2"], "V", "d"))
+    for k, layouts, C, r2, d2, V, d in stacks:
+        for q, v in (("C", C), ("r2", r2), ("delta2", d2)) + ((("V", V),) if not isinstance(V, str) else ()):
+            F.define(f"{k}.{q}", v, f"Lemma F.1 stack {k}: measured {q}")
+        Vn = V if isinstance(V, str) else f"{k}.V"
+        R2 = F.define(f"{k}.R2", vf.paper_R2(f"{k}.r2", f"{k}.delta2", Vn, d), f"R^2 of stack {k}")
+        sizes = [F.define(f"{k}.N{i + 1}", l.N, f"stack {k}, subset {i + 1}: N_i") for i, l in enumerate(layouts)]
+        depth += [floor(vf.eq110_real(Ni, f"{k}.C", R2)) for Ni in sizes]
+        big = F.define(f"{k}.Nmax", max(l.N for l in layouts), f"stack {k}: its largest subset")
+        bits.append(vf.eq111_bits(big, f"{k}.C", R2, f"{k}.r2", f"{k}.delta2", Vn, d))
+    bits.append(vf.lemma_c2_bits("d", "r2", "delta2", "V"))
+    return [F.claim("depth", "<=", sub(add(*depth), 1), "eq. (110) per Lemma C.1 subset of each Lemma F.1 stack "
+                                                        "(measured N_i, C, R), summed (141), eq. (61)"),
+            F.claim("max_bits", "<=", floor(emax(*bits)), "eq. (111) per stack with its largest subset; Lemma C.2 "
+                                                           "token id")]
+
+
+def f1_theorem_formulas(info, F: Formulas) -> list:
+    """`f1_theorem_bounds` as claim formulas over the named N, n, d, C, r2, delta2 and Thm F.1's B:
+    depth (144) = 2⌈N/B²⌉⌊(110)(B², C, R)⌋ − 1 (named D), bits (145), n_params ≤ 15(d+1) + 240 D + 12.
+    [] for B = 1 (log B = 0: the formulas are undefined, docs/errata.md)."""
+    if info["B"] < 2:
+        return []
+    B2 = F.define("B2", info["B"] ** 2, "Thm F.1: subsets of B^2 points")
+    R2 = F.define("R2", div(mul(480000, "d", power("n", 6), "r2", power("N", 10), power(PI, 2)), "delta2"),
+                  "Thm F.1's R^2 = (400 sqrt(3d) n^3 r N^5 pi / delta)^2")
+    gm = mul(sqrt(div(B2, log2(B2))), emax(div(log2(R2), 2), log2("C")))
+    s_r2 = div(mul(400, PI, "r2", power("n", 4), power("N", 6), "d"), "delta2")  # F2's Stage I radius² (56)
+    return [
+        F.claim("depth", "<=", sub(mul(2, ceil(div("N", B2)), floor(vf.eq110_real(B2, "C", R2))), 1),
+                "eq. (144) explicit: 2 ceil(N/B^2) (110)(B^2, C, R) - 1, R = 400 sqrt(3d) n^3 r N^5 pi / delta",
+                name="D"),
+        F.claim("max_bits", "<=", floor(emax(vf.lemma_c2_bits("d", "r2", "delta2", mul("n", "N")),
+                                             vf.lemma_c2_bits(3, s_r2, div(1, power("n", 2)), "N"),
+                                             add(gm, ceil(div(log2(R2), 2))), add(gm, 2))),
+                "eq. (145) explicit: (111) with N = B^2 and the theorem's R; token id log2(3dr(nN)^2 sqrt(pi)/delta)"),
+        F.claim("n_params", "<=", add(mul(15, add("d", 1)), mul(240, "D"), 12),
+                "15(d+1) + 240 D + 12, D the (144) bound (width 15)"),
+    ]
+
+
+def f1_claims(b):
+    info, F = b.info, Formulas()
+    return data_claims(info, F) + [
         Claim("attention_layers", "==", 1, "Thm F.1: one uniform-attention layer between F1 and F2"),
         Claim("width", "<=", 15, "Thm F.1: width 15"),
         Claim("relu_depth", "==", KV.relu_depth(b),
@@ -127,21 +181,7 @@ def f1_claims(b):
         Claim("depth", "==", KV.relu_depth(b) + 1, "ReLU layers + the attention layer"),
         Claim("max_bits", "==", KV.max_bits(b), "this implementation: max over subsets of g_i max(rho, c) + 2, "
                                                 "Stage-I projections, Stage-II interval constants"),
-    ]
-    st = f1_stage_bounds(b)
-    if st is not None:
-        out += [Claim("depth", "<=", st[0], "eq. (110) per Lemma C.1 subset of each Lemma F.1 stack (measured "
-                                            "N_i, C, R), summed (141), eq. (61)"),
-                Claim("max_bits", "<=", st[1], "eq. (111) per stack with its largest subset; Lemma C.2 token id")]
-    th = f1_theorem_bounds(info)
-    if th is not None:
-        D, B, P = th
-        out += [Claim("depth", "<=", D, "eq. (144) explicit: 2 ceil(N/B^2) (110)(B^2, C, R) - 1, "
-                                        "R = 400 sqrt(3d) n^3 r N^5 pi / delta"),
-                Claim("max_bits", "<=", B, "eq. (145) explicit: (111) with N = B^2 and the theorem's R; "
-                                           "token id log2(3dr(nN)^2 sqrt(pi)/delta)"),
-                Claim("n_params", "<=", P, "15(d+1) + 240 D + 12, D the (144) bound (width 15)")]
-    return out
+    ] + f1_stage_formulas(b, F) + f1_theorem_formulas(info, F)
 
 
 def build_limited(params, seed):
