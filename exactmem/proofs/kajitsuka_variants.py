@@ -241,33 +241,60 @@ def e1_R_check(info):
     return E.log2(R2p) * half, E.log2(R2n) * half, R2p.lo >= R2n.hi
 
 
+def _len_plus_1(x) -> list:
+    """LEN(x) + 1 = ⌊log₂ x⌋ + 2 for an integer x ≥ 1 (the bits of a signed integer of magnitude x)."""
+    return add(floor(log2(x)), 2)
+
+
+def e1_formulas(b, F: Formulas) -> list:
+    """`e1_stage_bounds` and `e1_theorem_bounds` as claim formulas over the named N, n, C, omega:
+    F^(FF)'s (110)/(111) with its measured N', r², δ² (and the embedding's LEN(max f) + 1,
+    LEN(ω) + 1); the printed R² = 120000 n⁴ N¹⁰ ω² π² (r = δ = 1), (110)(N, C, R) named D,
+    (130) = 3ω + 12 + 156 D and (131) with F_E the construction's weight range (a given number)."""
+    info, out = b.info, []
+    F.define("maxf", info["max f"], "the embedding's largest f(x)")
+    emb = emax(_len_plus_1("maxf"), _len_plus_1("omega"))
+    N2 = info["F2 N (contexts)"]
+    if N2 >= 2:
+        for q, v in (("N", N2), ("r2", info["F2 r^2"]), ("delta2", info["F2 delta^2"])):
+            F.define(f"F2.{q}", v, f"F^(FF): measured {q} of the context ids")
+        R2 = F.define("F2.R2", vf.paper_R2("F2.r2", "F2.delta2", "F2.N", 3), "R^2 of F^(FF)")
+        out += [F.claim("depth", "<=", floor(vf.eq110_real("F2.N", "C", R2)),
+                        "eq. (110) for F^(FF) (measured N', C, R of the context ids)"),
+                F.claim("max_bits", "<=", emax(emb, floor(vf.eq111_bits("F2.N", "C", R2, "F2.r2", "F2.delta2", "F2.N", 3))),
+                        "eq. (111) for F^(FF); LEN(max f) + 1, LEN(omega) + 1")]
+    if info["N"] >= 2:
+        R2 = F.define("R2", mul(120000, power("n", 4), power("N", 10), power("omega", 2), power(PI, 2)),
+                      "Thm E.1's printed R^2 = (200 sqrt(3) n^2 N^5 omega pi)^2, r = delta = 1")
+        FE = F.define("FE", KE.paper_weight_range(info["N"], info["omega"]), "the range of f: ceil(4 N^2 sqrt(pi) "
+                                                                              "min(omega, N)), as built")
+        gm = mul(sqrt(div("N", log2("N"))), emax(div(log2(R2), 2), log2("C")))
+        stage1 = vf.lemma_c2_bits(3, add(mul(2, power(FE, 2)), power("omega", 2)), div(1, power("n", 2)), "N")
+        out += [F.claim("depth", "<=", floor(vf.eq110_real("N", "C", R2)),
+                        "(110)(N, C, R), R = 200 sqrt(3) n^2 N^5 omega pi (r = delta = 1)", name="D"),
+                F.claim("n_params", "<=", add(mul(3, "omega"), 12, mul(156, "D")),
+                        "eq. (130) explicit: 3 omega + 12 + 156 (110)(N, C, R)"),
+                F.claim("max_bits", "<=", emax(_len_plus_1(FE), _len_plus_1("omega"),
+                                               floor(emax(stage1, add(gm, ceil(div(log2(R2), 2))), add(gm, 2)))),
+                        "eq. (131) explicit: LEN(ceil(4N^2 sqrt(pi) min(omega,N))) + 1, LEN(omega) + 1, (111)(N, C, R)")]
+    return out
+
+
 def e1_claims(b):
-    info = b.info
-    out = [
-        Claim("n_rows", "==", info["N"], "N sequences, duplicates allowed given consistency (eq. (5))"),
+    info, F = b.info, Formulas()
+    return [
+        F.named(Claim("n_rows", "==", info["N"], "N sequences, duplicates allowed given consistency (eq. (5))"), "N"),
         Claim("n_examples", "==", info["N distinct"], "pairwise-distinct sequences among the N"),
-        Claim("seq_len", "==", info["n"], "sequence length n"),
-        Claim("label_classes", "<=", info["C"], "labels in [C]"),
-        Claim("distinct_tokens", "<=", info["omega"], "a vocabulary of omega tokens"),
+        F.named(Claim("seq_len", "==", info["n"], "sequence length n"), "n"),
+        F.named(Claim("label_classes", "<=", info["C"], "labels in [C]"), "C"),
+        F.named(Claim("distinct_tokens", "<=", info["omega"], "a vocabulary of omega tokens"), "omega"),
         Claim("attention_layers", "==", 1, "Thm E.1: one uniform-attention layer"),
         Claim("width", "<=", 12, "embedding 3, Lemma C.1 width 12"),
         Claim("relu_depth", "==", KE.relu_depth(b), "this implementation: Lemma C.1 depth of F^(FF)"),
         Claim("depth", "==", KE.relu_depth(b) + 1, "ReLU layers + the attention layer"),
         Claim("max_bits", "==", KE.max_bits(b), "this implementation: embedding f(x), x <= omega; Lemma C.1"),
         Claim("n_params", "==", KE.n_params(b), "3 omega (embedding) + head + F^(FF) layer shapes"),
-    ]
-    st = e1_stage_bounds(b)
-    if st is not None:
-        out += [Claim("depth", "<=", st[0], "eq. (110) for F^(FF) (measured N', C, R of the context ids)"),
-                Claim("max_bits", "<=", st[1], "eq. (111) for F^(FF); LEN(max f) + 1, LEN(omega) + 1")]
-    th = e1_theorem_bounds(info)
-    if th is not None:
-        D, P, B = th
-        out += [Claim("depth", "<=", D, "(110)(N, C, R), R = 200 sqrt(3) n^2 N^5 omega pi (r = delta = 1)"),
-                Claim("n_params", "<=", P, "eq. (130) explicit: 3 omega + 12 + 156 (110)(N, C, R)"),
-                Claim("max_bits", "<=", B, "eq. (131) explicit: LEN(ceil(4N^2 sqrt(pi) min(omega,N))) + 1, "
-                                           "LEN(omega) + 1, (111)(N, C, R)")]
-    return out
+    ] + e1_formulas(b, F)
 
 
 def build_embedding(params, seed):
