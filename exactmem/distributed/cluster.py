@@ -121,9 +121,28 @@ def dask_client(workers: Optional[int] = None, scheduler: Optional[str] = None, 
         raise ClusterError(f"cannot start a local Dask cluster of {workers} workers: {e}") from None
     c = Client(cluster)
     try:
+        wait_for_local_workers(c, workers, until_ns)
         yield c
     finally:
         _close_embedded(c, cluster)
+
+
+LOCAL_WORKER_WAIT = 120.0  # seconds the embedded cluster's workers get to register with its scheduler
+
+
+def wait_for_local_workers(c, workers: int, until_ns: Optional[int] = None) -> None:
+    """Wait until the embedded cluster's ``workers`` processes have registered with its scheduler,
+    so shards are planned over all of them (on a busy machine a worker process can register
+    seconds after the cluster object exists; planning then would put every shard on the first).
+    At most `LOCAL_WORKER_WAIT` seconds, and never past the check's deadline ``until_ns``; after
+    that the work goes to the workers that came (the verdict is the same, only slower)."""
+    timeout = LOCAL_WORKER_WAIT
+    if until_ns is not None:
+        timeout = max(0.0, min(timeout, (until_ns - time.time_ns()) / 1e9))
+    try:
+        c.wait_for_workers(workers, timeout=timeout)
+    except (TimeoutError, OSError):
+        pass
 
 
 def keep_malloc_default() -> None:
