@@ -199,10 +199,18 @@ def lower_squeeze(cx, node, ins, at):
 
 
 def lower_where(cx, node, ins, at):
+    if isinstance(ins[0], Dyn) and ins[0].name in cx.bools:  # IsNaN's output: 0/1 ints
+        return cx.op("Where", ins, {}, 1)
     if not isinstance(ins[0], Const):
-        raise LowerError("Where with a condition computed from the input")
+        raise LowerError("Where with a condition computed from the input (other than IsNaN's)")
     cond = Const(np.asarray(ins[0].value).astype(bool).astype(np.int64), "int", ins[0].name)
     return cx.op("Where", [cond] + ins[1:], {}, 1)
+
+
+def lower_isnan(cx, node, ins, at):
+    outs = cx.op("IsNaN", ins, {}, 1)
+    cx.bools.update(v.name for v in outs if isinstance(v, Dyn))
+    return outs
 
 
 def lower_pow(cx, node, ins, at):
@@ -238,7 +246,7 @@ def lower_constant(cx, node, ins, at):
         if k in at:
             v = at[k]
             arr = np.empty(np.shape(v), dtype=object)
-            arr.reshape(-1)[:] = [exact_scalar(x) for x in np.reshape(v, -1)]
+            arr.reshape(-1)[:] = [exact_scalar(x, special=True) for x in np.reshape(v, -1)]
             return [Const(arr, "rat")]
     raise LowerError("Constant without a numeric value")
 
@@ -384,7 +392,7 @@ LOWER = {
     "Pow": lower_pow, "Gelu": lower_gelu, "Softmax": lower_softmax, "LayerNormalization": lower_layer_norm,
     "ReduceMean": lower_reduce_mean, "Reshape": lower_reshape, "Transpose": lower_transpose, "Split": lower_split,
     "Slice": lower_slice, "Concat": lower_concat, "Unsqueeze": lower_unsqueeze, "Squeeze": lower_squeeze,
-    "Where": lower_where, "Identity": lower_identity,
+    "Where": lower_where, "Identity": lower_identity, "IsNaN": lower_isnan,
     # identities of the real-number network
     "Dropout": lower_dropout, "Cast": _cast, "CastLike": lambda cx, n, ins, at: _cast(cx, n, ins[:1], {"to": cx.elem_type(n.input[1])}),
     "Expand": _expand,
