@@ -405,9 +405,20 @@ LOWER = {
     "Not": _fold(lambda v, at, ins: np.logical_not(np.asarray(v[0]).astype(bool)), "int"),
     "And": _fold(lambda v, at, ins: np.logical_and(np.asarray(v[0]).astype(bool), np.asarray(v[1]).astype(bool)), "int"),
     "Or": _fold(lambda v, at, ins: np.logical_or(np.asarray(v[0]).astype(bool), np.asarray(v[1]).astype(bool)), "int"),
+    "Mod": _fold(lambda v, at, ins: _mod(v, at)),
     "Abs": _fold(lambda v, at, ins: np.vectorize(abs, otypes=[object])(v[0])),
     "Min": _fold(lambda v, at, ins: _reduce_pairs(v, min)), "Max": _fold(lambda v, at, ins: _reduce_pairs(v, max)),
 }
+
+
+def _mod(vals, at):
+    """ONNX Mod: the sign of the divisor (Python's %), or of the dividend with ``fmod=1`` (C's fmod)."""
+    def one(x, y):
+        if y == 0:
+            raise LowerError("Mod by zero")
+        r = x % y
+        return r - y if at.get("fmod", 0) and r and (r < 0) != (x < 0) else r
+    return np.vectorize(one, otypes=[object])(*vals)
 
 
 def _reduce_pairs(vals, f):
