@@ -300,3 +300,11 @@ def test_an_edited_mask_entry_in_the_certificate_is_refuted():
         e["hash"] = canonical_hash(e)
         v = check_certificate(e)
         assert v.status == status and (status == "CERTIFIED" or v.witness["claimed"] == "pass"), (value, v)
+
+
+def test_sweep_keeps_a_mask_with_special_values_exact():
+    """`sweep` rounds weights only: an initializer holding -inf is a mask, kept exact (not a crash)."""
+    from exactmem.verify.bits import weight_initializers
+
+    weights, kept = weight_initializers(attention_model(CAUSAL))
+    assert kept["mask"] == "mask" and "mask" not in weights
