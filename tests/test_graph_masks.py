@@ -308,3 +308,11 @@ def test_sweep_keeps_a_mask_with_special_values_exact():
 
     weights, kept = weight_initializers(attention_model(CAUSAL))
     assert kept["mask"] == "mask" and "mask" not in weights
+
+
+def test_inspect_html_shows_a_certificate_with_special_values():
+    from exactmem.inspector.html import graph_model_html
+    from exactmem.verify.run import verify
+
+    html = graph_model_html(verify(attention_model(CAUSAL), IDS, LABELS).doc)
+    assert "Constant tensors" in html

@@ -27,11 +27,11 @@ from .fields import MalformedCertificate, _list, _obj, _str, bad, integer, unexp
 from .limits import LimitExceeded
 
 EXACT_SCALE = 1100  # a dyadic constant over at most 2^1100 is held exactly; others are rounded per precision
-INDEX_INPUTS = {"Gather": (1,), "Where": (0,), "Pow": (1,)}
+INDEX_INPUTS = {"Gather": (1,), "Where": (0,), "Pow": (1,)}  # besides OPS's int-constant inputs: where ints may go
 CODES = {"-inf": -1, "inf": 1, "nan": 2}  # special values: their JSON texts and codes (0: finite)
 NAMES = {v: k for k, v in CODES.items()}
 SPECIAL_OPS = {"Add", "Sub", "Mul", "Div", "Reciprocal", "Neg", "Softmax", "Where", "IsNaN", "Identity", "Gather",
-               "Reshape", "Transpose", "Split", "Slice", "Concat", "Unsqueeze", "Squeeze"}  # take special values  # besides OPS's int-constant inputs: where ints may go
+               "Reshape", "Transpose", "Split", "Slice", "Concat", "Unsqueeze", "Squeeze"}  # take special values
 MAX_RANK, MAX_OUTPUTS = 64, 4096  # of a node's outputs (docs/verify-format.md): keeps shape work linear
 REQUIRED = object()
 
@@ -241,7 +241,7 @@ def op_recip(cx, a, x):
     sp = x.sp or [0] * len(x.lo)
     if any(l <= 0 <= h and not c for l, h, c in zip(x.lo, x.hi, sp)):
         raise Undecided()
-    one = 1 << (x.s + cx.F)
+    one = 1 << (x.s + cx.F)  # a bound is 0 only for a special value here: its result is marked below
     r = fit(x.shape, [cdiv(one, h, False) if h else 0 for h in x.hi], [cdiv(one, l, True) if l else 0 for l in x.lo],
             cx.F, cx.F)
     return marked(r, x.sp and [2 * (c == 2) for c in x.sp])
