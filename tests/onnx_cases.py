@@ -406,11 +406,29 @@ def reference(node, inputs, runtime=False):
         return e
 
 
-def fuzz_one(rng):
+SPECIAL_FUZZ = {"Add", "Sub", "Mul", "Div", "Neg", "Reciprocal", "Softmax", "Where", "Identity", "Gather", "Reshape",
+                "Transpose", "Split", "Slice", "Concat", "Unsqueeze", "Squeeze"}  # ops with rules for -inf, inf, nan
+
+
+def _special(rng, a, p):
+    """A float array with each entry -inf, inf or nan with chance p (-inf the likeliest, as in masks)."""
+    if a.dtype.kind != "f" or not a.size:
+        return a
+    a = np.array(a, dtype=a.dtype)  # a 0-d array stays an array
+    hit = rng.random(a.shape) < p
+    a[hit] = rng.choice([-np.inf, -np.inf, np.inf, np.nan], size=int(hit.sum()))
+    return a
+
+
+def fuzz_one(rng, special=0.0):
     """One random node: ("decided", agreement) | ("skipped", why). Agreement: True when both tables
-    enclose ONNX's finite value, or both refuse a node ONNX refuses."""
+    enclose ONNX's finite value, or both refuse a node ONNX refuses. ``special``: with this chance an
+    input entry of an op of ``SPECIAL_FUZZ`` is -inf, inf or nan; ONNX's special results must then be
+    matched exactly (docs/verify-format.md § Special values)."""
     case = random_case(rng)
     op, attrs, inputs = case[:3]
+    if special and op in SPECIAL_FUZZ:
+        inputs = [_special(rng, a, special) for a in inputs]
     node = onnx_node(op, attrs, inputs, case[3] if len(case) > 3 else 1)
     with np.errstate(all="ignore"):
         want = reference(node, inputs, runtime=op in RUNTIME_ORACLE)
@@ -425,13 +443,13 @@ def fuzz_one(rng):
             except Exception as e:  # noqa: BLE001
                 ok.append(f"{run.__name__} fails with {type(e).__name__}: {e}")
         return ("decided", not ok, ok, node, inputs)
-    if not all(np.all(np.isfinite(np.asarray(w, dtype=np.float64))) for w in want):
+    if not (special and op in SPECIAL_FUZZ) and not all(np.all(np.isfinite(np.asarray(w, dtype=np.float64))) for w in want):
         return ("skipped", "no finite value", None, node, inputs)
     floor = 0
     if op in IRRATIONAL:  # onnx.reference computes erf in float32: trust irrational results to float32 ulps
         want = [np.asarray(w, dtype=np.float64).astype(np.float32) for w in want]
     if op in IRRATIONAL | {"MatMul", "Gemm", "ReduceMean"}:  # chains: error at the inputs' scale M
-        m = max([1] + [abs(float(v)) for a in inputs if a.dtype.kind == "f" for v in a.reshape(-1)])
+        m = max([1] + [abs(float(v)) for a in inputs if a.dtype.kind == "f" for v in a.reshape(-1) if np.isfinite(v)])
         floor = Fraction(2) ** (int(m).bit_length() - 1 - 23)  # a float32 ulp at M (inputs are k/4, |k| <= 8)
     errs = []
     for run, refusals in ((kernel_run, KERNEL_REFUSALS), (producer_run, PRODUCER_REFUSALS)):
