@@ -316,3 +316,23 @@ def test_inspect_html_shows_a_certificate_with_special_values():
 
     html = graph_model_html(verify(attention_model(CAUSAL), IDS, LABELS).doc)
     assert "Constant tensors" in html
+
+
+def test_constant_folds_order_special_values_as_ieee():
+    """Max/Min/Less/Equal on constants (mask construction) fold with IEEE's rules: NaN wins Max, every
+    comparison with NaN is false, -inf below every number, -inf == -inf."""
+    from exactmem.verify.onnx_import import load_onnx, lower
+
+    m = np.array([0, -np.inf, np.nan], F32)
+    nodes = [helper.make_node("Max", ["m", "lo"], ["mx"]), helper.make_node("Add", ["ids", "mx"], ["a"]),
+             helper.make_node("Less", ["m", "zero"], ["lt"]), helper.make_node("Equal", ["m", "m"], ["eq"]),
+             helper.make_node("Where", ["lt", "a", "ids"], ["b"]), helper.make_node("Where", ["eq", "b", "a"], ["y"])]
+    inits = [numpy_helper.from_array(m, "m"), numpy_helper.from_array(np.full(3, -1, F32), "lo"),
+             numpy_helper.from_array(np.array(0, F32), "zero")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("ids", TensorProto.FLOAT, [1, 1, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 3])], inits)
+    L = lower(load_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])), 1, 3)
+    consts = L.constants
+    assert ["0", "-1", "nan"] in [c.get("values") for c in consts.values()]  # Max: NaN wins, -inf < -1
+    assert [0, 1, 0] in [c.get("ints") for c in consts.values()]  # Less: only -inf < 0
+    assert [1, 1, 0] in [c.get("ints") for c in consts.values()]  # Equal: NaN != NaN

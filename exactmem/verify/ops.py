@@ -20,6 +20,7 @@ import numpy as np
 
 from .floats import exact_scalar
 from .kernels import OpError, slice_array
+from .special import Special
 
 __all__ = ["Const", "Dyn", "LOWER", "LowerError"]
 
@@ -422,9 +423,11 @@ def _mod(vals, at):
 
 
 def _reduce_pairs(vals, f):
+    """Max/Min of constants, element-wise; NaN wins (ONNX), ±inf by the extended-real order."""
+    nan = lambda v: isinstance(v, Special) and v.code == 2  # noqa: E731
     out = vals[0]
     for v in vals[1:]:
-        out = np.vectorize(lambda x, y: f(x, y), otypes=[object])(out, v)
+        out = np.vectorize(lambda x, y: x if nan(x) else y if nan(y) else f(x, y), otypes=[object])(out, v)
     return out
 
 

@@ -4,7 +4,7 @@
 ``exactmem/kernel/graph.py``, and they are written again here, independently.
 
 A `Special` mixes with Fractions, ints and python-flint ``arb`` balls through Python's reflected
-operators (``Fraction + Special`` and ``arb + Special`` hand over to ``Special.__radd__``), so the
+operators and comparisons (IEEE: every comparison with NaN is False) (``Fraction + Special`` and ``arb + Special`` hand over to ``Special.__radd__``), so the
 op table of `exactmem.verify.kernels` runs unchanged on tensors that hold them. A product with a
 finite value needs that value's sign: a ball that contains 0 but is not the point 0 raises
 `Unsure` (the kernel's Undecided: the example stays undecided at this precision).
@@ -47,6 +47,29 @@ class Special:
 
     def __hash__(self):
         return hash(("special", self.code))
+
+    def _key(self, o):  # the extended-real order; None when NaN is involved (every comparison False)
+        oc = o.code if isinstance(o, Special) else 0
+        return None if 2 in (self.code, oc) else (self.code, oc)
+
+    def __lt__(self, o):
+        k = self._key(o)
+        return k is not None and k[0] < k[1]
+
+    def __gt__(self, o):
+        k = self._key(o)
+        return k is not None and k[0] > k[1]
+
+    def __le__(self, o):
+        k = self._key(o)
+        return k is not None and k[0] <= k[1]
+
+    def __ge__(self, o):
+        k = self._key(o)
+        return k is not None and k[0] >= k[1]
+
+    def __abs__(self):
+        return self if self.code == 2 else POS_INF
 
     def __neg__(self):
         return self if self.code == 2 else SPECIALS[-self.code]
