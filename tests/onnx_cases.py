@@ -33,7 +33,7 @@ from exactmem.verify.kernels import OpError
 
 TABLE = tuple(kg.OPS)
 STRUCTURAL = {"Gather", "Identity", "Reshape", "Transpose", "Split", "Slice", "Concat", "Unsqueeze", "Squeeze",
-              "Where", "Neg", "Relu", "IsNaN"}  # no rounding anywhere: the expected value itself must be enclosed
+              "Where", "Neg", "Relu", "IsNaN", "IsInf"}  # no rounding anywhere: the expected value itself must be enclosed
 ARITH = set(TABLE) - STRUCTURAL - {"Identity"}
 
 

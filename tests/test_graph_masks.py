@@ -336,3 +336,16 @@ def test_constant_folds_order_special_values_as_ieee():
     assert ["0", "-1", "nan"] in [c.get("values") for c in consts.values()]  # Max: NaN wins, -inf < -1
     assert [0, 1, 0] in [c.get("ints") for c in consts.values()]  # Less: only -inf < 0
     assert [1, 1, 0] in [c.get("ints") for c in consts.values()]  # Equal: NaN != NaN
+
+
+def test_isinf_detects_each_infinity_as_asked():
+    """IsInf on [−∞, +∞, NaN] (through x + mask): both infinities by default, one with the attributes;
+    a finite value and NaN give 0."""
+    m = ["-inf", "inf", "nan"]
+    for attrs, want in (({}, [1, 1, 0]), ({"detect_negative": 0}, [0, 1, 0]), ({"detect_positive": 0}, [1, 0, 0])):
+        g = {"input": "x", "output": "y", "constants": {"m": values([3], m), "flat": ints([3], [1, 1, -1])},
+             "nodes": [node("Add", ["x", "m"], "a"), node("IsInf", ["a"], "i", **attrs), node("Reshape", ["i", "flat"], "y")]}
+        assert kernel_out(g, X) == [(v, v) for v in want]
+        assert [int(v) for v in producer_out(g, X)] == want
+    g["constants"]["m"] = values([3], [0, 1, 2])
+    assert kernel_out(g, X) == [(0, 0)] * 3  # the real network holds these finite

@@ -30,7 +30,7 @@ EXACT_SCALE = 1100  # a dyadic constant over at most 2^1100 is held exactly; oth
 INDEX_INPUTS = {"Gather": (1,), "Where": (0,), "Pow": (1,)}  # besides OPS's int-constant inputs: where ints may go
 CODES = {"-inf": -1, "inf": 1, "nan": 2}  # special values: their JSON texts and codes (0: finite)
 NAMES = {v: k for k, v in CODES.items()}
-SPECIAL_OPS = {"Add", "Sub", "Mul", "Div", "Reciprocal", "Neg", "Softmax", "Where", "IsNaN", "Identity", "Gather",
+SPECIAL_OPS = {"Add", "Sub", "Mul", "Div", "Reciprocal", "Neg", "Softmax", "Where", "IsNaN", "IsInf", "Identity", "Gather",
                "Reshape", "Transpose", "Split", "Slice", "Concat", "Unsqueeze", "Squeeze"}  # take special values
 MAX_RANK, MAX_OUTPUTS = 64, 4096  # of a node's outputs (docs/verify-format.md): keeps shape work linear
 REQUIRED = object()
@@ -509,9 +509,10 @@ def op_where(cx, a, c, x, y):
     return T(out, lo, hi, s, x.ints and y.ints, sp)
 
 
-def op_isnan(cx, a, x):
-    """IsNaN: 1 where x is NaN, else 0 (ints)."""
-    return T(x.shape, [int(c == 2) for c in x.sp] if x.sp else [0] * len(x.lo), ints=True)
+def op_isnan(cx, a, x, want=(2,)):
+    """IsNaN: 1 where x is NaN, else 0 (ints); IsInf: 1 where −∞ (``detect_negative``) or +∞ (``detect_positive``)."""
+    want = (-1,) * bool(a["detect_negative"]) + (1,) * bool(a["detect_positive"]) if "detect_negative" in a else want
+    return T(x.shape, [int(c in want) for c in x.sp] if x.sp else [0] * len(x.lo), ints=True)
 
 
 # op: (function, least inputs, most inputs, {attr: (kind, default)}, inputs that must be int constants).
@@ -539,6 +540,7 @@ OPS = {
     "Squeeze": (op_squeeze, 1, 2, {}, (1,)),
     "Where": (op_where, 3, 3, {}, ()),
     "IsNaN": (op_isnan, 1, 1, {}, ()),
+    "IsInf": (op_isnan, 1, 1, {"detect_negative": ("i", 1), "detect_positive": ("i", 1)}, ()),
 }
 
 

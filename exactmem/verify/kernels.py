@@ -305,6 +305,12 @@ def isnan(K, xs, at):
     return [np.vectorize(lambda v: int(isinstance(v, Special) and v.code == 2), otypes=[np.int64])(np.asarray(xs[0]))]
 
 
+def isinf(K, xs, at):
+    want = {-1} if at.get("detect_negative", 1) else set()
+    want |= {1} if at.get("detect_positive", 1) else set()
+    return [np.vectorize(lambda v: int(isinstance(v, Special) and v.code in want), otypes=[np.int64])(np.asarray(xs[0]))]
+
+
 def _mean(K, x, axes, keep=True):
     count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64)) if axes else 1
     s = np.sum(x, axis=tuple(axes), keepdims=keep)
@@ -345,14 +351,15 @@ OPS: Dict[str, Callable] = {
     "Exp": _unary("exp"), "Tanh": _unary("tanh"), "Sigmoid": sigmoid, "Erf": _unary("erf"), "Pow": pow_,
     "Gelu": gelu, "Softmax": softmax, "LayerNormalization": layer_norm, "ReduceMean": reduce_mean,
     "Reshape": reshape, "Transpose": transpose, "Split": split, "Slice": slice_, "Concat": concat,
-    "Unsqueeze": unsqueeze, "Squeeze": squeeze, "Where": where, "Identity": identity, "IsNaN": isnan,
+    "Unsqueeze": unsqueeze, "Squeeze": squeeze, "Where": where, "Identity": identity, "IsNaN": isnan, "IsInf": isinf,
 }
 # the ops that take special values (−∞, +∞, NaN; docs/verify-format.md): any other refuses them
-SPECIAL_OPS = {"Add", "Sub", "Mul", "Div", "Reciprocal", "Neg", "Softmax", "Where", "IsNaN", "Identity", "Gather",
+SPECIAL_OPS = {"Add", "Sub", "Mul", "Div", "Reciprocal", "Neg", "Softmax", "Where", "IsNaN", "IsInf", "Identity", "Gather",
                "Reshape", "Transpose", "Split", "Slice", "Concat", "Unsqueeze", "Squeeze"}
 
 # the attributes each op may carry in the lowered graph, and how to parse them from JSON
 ATTRS = {"Gather": {"axis": int}, "Gemm": {"alpha": Fraction, "beta": Fraction, "transA": int, "transB": int},
          "Gelu": {"approximate": str}, "Softmax": {"axis": int},
          "LayerNormalization": {"axis": int, "epsilon": Fraction}, "ReduceMean": {"keepdims": int},
-         "Transpose": {"perm": list}, "Split": {"axis": int}, "Concat": {"axis": int}}
+         "Transpose": {"perm": list}, "Split": {"axis": int}, "Concat": {"axis": int},
+         "IsInf": {"detect_negative": int, "detect_positive": int}}

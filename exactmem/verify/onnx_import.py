@@ -193,7 +193,7 @@ class Lowering:
         if all(v is None or isinstance(v, Const) for v in ins):
             try:
                 outs = OPS[name](_Exact(), [None if v is None else v.value for v in ins], attrs)
-                kind = "rat" if name in ARITH else "int" if name == "IsNaN" else _kind(name, ins)
+                kind = "rat" if name in ARITH else "int" if name in ("IsNaN", "IsInf") else _kind(name, ins)
                 return [Const(np.asarray(o) if kind == "int" else _as_rat(o), kind) for o in outs]
             except NotExact:
                 pass
@@ -211,7 +211,7 @@ class Lowering:
             raise LowerError(f"{name}: {' '.join(str(e).split())}") from None
         node_outs = list(self.node.output)
         outs, names = [], []
-        kind = "rat" if name in ARITH else "int" if name == "IsNaN" else _kind(name, ins)
+        kind = "rat" if name in ARITH else "int" if name in ("IsNaN", "IsInf") else _kind(name, ins)
         for i, shp in enumerate(shapes):
             nm = self.fresh(node_outs[i] if i < len(node_outs) and node_outs[i] else f"{self.node.name}_out{i}")
             names.append(nm)

@@ -209,7 +209,9 @@ def lower_where(cx, node, ins, at):
 
 
 def lower_isnan(cx, node, ins, at):
-    outs = cx.op("IsNaN", ins, {}, 1)
+    """IsNaN, IsInf: 0/1 ints that a Where may test."""
+    a = {k: int(at.get(k, 1)) for k in ("detect_negative", "detect_positive")} if node.op_type == "IsInf" else {}
+    outs = cx.op(node.op_type, ins, a, 1)
     cx.bools.update(v.name for v in outs if isinstance(v, Dyn))
     return outs
 
@@ -393,7 +395,7 @@ LOWER = {
     "Pow": lower_pow, "Gelu": lower_gelu, "Softmax": lower_softmax, "LayerNormalization": lower_layer_norm,
     "ReduceMean": lower_reduce_mean, "Reshape": lower_reshape, "Transpose": lower_transpose, "Split": lower_split,
     "Slice": lower_slice, "Concat": lower_concat, "Unsqueeze": lower_unsqueeze, "Squeeze": lower_squeeze,
-    "Where": lower_where, "Identity": lower_identity, "IsNaN": lower_isnan,
+    "Where": lower_where, "Identity": lower_identity, "IsNaN": lower_isnan, "IsInf": lower_isnan,
     # identities of the real-number network
     "Dropout": lower_dropout, "Cast": _cast, "CastLike": lambda cx, n, ins, at: _cast(cx, n, ins[:1], {"to": cx.elem_type(n.input[1])}),
     "Expand": _expand,
