@@ -349,3 +349,17 @@ def test_isinf_detects_each_infinity_as_asked():
         assert [int(v) for v in producer_out(g, X)] == want
     g["constants"]["m"] = values([3], [0, 1, 2])
     assert kernel_out(g, X) == [(0, 0)] * 3  # the real network holds these finite
+
+
+def test_verify_refuses_an_op_without_a_rule_in_one_line(tmp_path):
+    """`exactmem verify` on a model where -inf reaches Exp: exit 3, one line naming the op and the node."""
+    nodes = [helper.make_node("Add", ["ids", "m"], ["a"]), helper.make_node("Exp", ["a"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("ids", TensorProto.FLOAT, [1, 1, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 3])],
+                          [numpy_helper.from_array(np.array([0, -np.inf, 0], F32), "m")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), str(tmp_path / "m.onnx"))
+    np.savez(tmp_path / "d.npz", inputs=np.ones((2, 1, 3), F32), labels=np.zeros(2, np.int64))
+    r = subprocess.run([sys.executable, "-m", "exactmem", "verify", str(tmp_path / "m.onnx"), "--data",
+                        str(tmp_path / "d.npz"), "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 3 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("exactmem: error: -inf reaches Exp at node 1 ('y'), which takes no special values")
