@@ -5,7 +5,7 @@ This is a test helper, not part of the package. It mirrors ``tests/mutants.py`` 
 
 * :func:`parents` — honest graph-model certificates built in-process (``docs/verify-format.md``):
   the attention block of ``tests/test_graph_kernel.py`` with several label sets (one read at every
-  position), its exact tie graph, an MLP with Gemm / Relu / LayerNormalization / Gelu / Softmax on
+  position) and with a −∞ causal mask and SDPA's IsNaN/Where guard, its exact tie graph, an MLP with Gemm / Relu / LayerNormalization / Gelu / Softmax on
   vector inputs, an exact graph of shape ops (Slice, Concat, Reshape, Transpose, Gather, Where, Pow,
   ReduceMean, Split, Unsqueeze, Squeeze), and (``slow``) a small GPT-2-like graph. Their claimed
   verdicts and claims come from the oracle, and each is CERTIFIED by the kernel before use.
@@ -48,6 +48,7 @@ import numpy as np
 import mutants as M
 from exactmem.verify.evaluate import ArbBackend, Program
 from exactmem.verify.kernels import ExactBackend, NotExact
+from exactmem.verify.special import Special
 from test_graph_kernel import INPUTS, attention_graph, doc, ints, node, tie_graph, values
 
 #: Ball precision of the oracle's evaluation of graphs with irrational steps.
@@ -59,7 +60,7 @@ IRRATIONAL = {"Sqrt", "Exp", "Tanh", "Sigmoid", "Erf", "Gelu", "Softmax", "Layer
 #: (least, most) inputs per op, from the op table of docs/verify-format.md.
 ARITY = {**{o: (2, 2) for o in ("MatMul", "Add", "Sub", "Mul", "Div", "Pow", "Gather")},
          **{o: (1, 1) for o in ("Neg", "Relu", "Sqrt", "Reciprocal", "Exp", "Tanh", "Sigmoid", "Erf", "Identity",
-                                "Gelu", "Softmax", "Transpose")},
+                                "Gelu", "Softmax", "Transpose", "IsNaN")},
          "Gemm": (2, 3), "LayerNormalization": (2, 3), "ReduceMean": (1, 2), "Reshape": (2, 2), "Split": (1, 2),
          "Slice": (3, 5), "Concat": (1, 1 << 30), "Unsqueeze": (2, 2), "Squeeze": (1, 2), "Where": (3, 3)}
 OPTIONAL = {"Gemm": (2,), "LayerNormalization": (2,), "ReduceMean": (1,), "Split": (1,), "Slice": (3, 4),
@@ -70,6 +71,12 @@ CONST_INTS = {"ReduceMean": (1,), "Reshape": (1,), "Split": (1,), "Slice": (1, 2
 #: Where an ``ints`` constant is not counted as parameters (indices, shapes, axes, conditions, exponents).
 UNCOUNTED = {**CONST_INTS, "Gather": (1,), "Where": (0,), "Pow": (1,)}
 REQUIRED_ATTRS = {"Concat": ("axis",)}
+SPECIAL = {"-inf": -1, "inf": 1, "nan": 2}  # special values' texts and codes (docs/verify-format.md)
+
+
+def frac(v) -> Fraction:
+    """A ``values`` entry as a number; a special value counts as 0 (the format's parameter rule)."""
+    return Fraction(0) if v in SPECIAL else Fraction(v)
 MODEL_QTY = ("n_params", "n_nonzero", "width", "relu_depth", "attention_layers", "depth", "max_bits", "total_bits")
 
 
@@ -84,7 +91,7 @@ def measure_graph(d: dict) -> Dict[str, int]:
     """The model quantities of a graph model, counted from the format's definitions."""
     g = d["model"]["graph"]
     consts = g["constants"]
-    params = [Fraction(v) for c in consts.values() if "values" in c for v in c["values"]]
+    params = [frac(v) for c in consts.values() if "values" in c for v in c["values"]]
     read = {v for nd in g["nodes"] for k, v in enumerate(nd["inputs"])
             if v in consts and "ints" in consts[v] and k not in UNCOUNTED.get(nd["op"], ())}
     params += [Fraction(v) for name in sorted(read) for v in consts[name]["ints"]]
@@ -131,11 +138,12 @@ def static_problem(d: dict) -> Optional[str]:
             return f"node {i}: LayerNormalization axis"
         if op == "Pow":
             c = consts.get(ins[1], {})
-            vals = [Fraction(v) for v in c.get("values", c.get("ints", []))]
-            if len(vals) != 1 or not (vals[0] == Fraction(1, 2) or (vals[0].denominator == 1 and vals[0] >= 0)):
+            vals = [Fraction(v) for v in c.get("values", c.get("ints", [])) if v not in SPECIAL]
+            if len(vals) != 1 or len(c.get("values", c.get("ints", []))) != 1 or not (vals[0] == Fraction(1, 2) or (vals[0].denominator == 1 and vals[0] >= 0)):
                 return f"node {i}: Pow exponent"
-        if op == "Where" and ("ints" not in consts.get(ins[0], {}) or not set(consts[ins[0]]["ints"]) <= {0, 1}):
-            return f"node {i}: Where condition"
+        if op == "Where" and ins[0] in consts and ("ints" not in consts[ins[0]] or
+                                                   not set(consts[ins[0]]["ints"]) <= {0, 1}):
+            return f"node {i}: Where condition"  # a computed condition is checked when it runs
     if g["output"] not in defined:
         return "output undefined"
     return None
@@ -164,7 +172,7 @@ def _float_indices(d: dict) -> Optional[str]:
 
 def irrational(d: dict) -> bool:
     g = d["model"]["graph"]
-    return any(nd["op"] in IRRATIONAL or (nd["op"] == "Pow" and Fraction(
+    return any(nd["op"] in IRRATIONAL or (nd["op"] == "Pow" and frac(
         (g["constants"].get(nd["inputs"][1], {}).get("values") or ["0"])[0]) == Fraction(1, 2)) for nd in g["nodes"])
 
 
@@ -201,9 +209,20 @@ def _shapes_first(f):
     return op
 
 
+def _where_01(f):
+    """Where whose condition must be 0/1 integers (a computed one is checked when it runs)."""
+    def op(K, xs, at):
+        c = np.asarray(xs[0])
+        if c.dtype.kind not in "iu" or not set(c.reshape(-1).tolist()) <= {0, 1}:
+            raise ValueError("the condition of Where must be 0/1 ints")
+        return f(K, xs, at)
+    return op
+
+
 def _program(d: dict) -> Program:
     prog = Program(d["model"])
-    prog.nodes = [(_shapes_first(f) if nd["op"] == "Div" else f, *rest)
+    wrap = {"Div": _shapes_first, "Where": _where_01}
+    prog.nodes = [(wrap[nd["op"]](f) if nd["op"] in wrap else f, *rest)
                   for (f, *rest), nd in zip(prog.nodes, d["model"]["graph"]["nodes"])]
     return prog
 
@@ -256,6 +275,8 @@ def _scores(d: dict, prog: Optional[Program], exact: bool, x) -> object:
         return res
 
     def bounds(v):
+        if isinstance(v, Special):
+            return repr(v)
         if exact:
             return Fraction(v), Fraction(v)
         if not v.is_finite():
@@ -274,12 +295,28 @@ def _arb_frac(v) -> Fraction:
     return Fraction(m * (1 << e)) if e >= 0 else Fraction(m, 1 << -e)
 
 
+def _extended(col):
+    """A row with special values (texts) as bounds: a NaN score is (None, class); ±inf become points
+    below / above every finite bound (the same order as the extended reals)."""
+    nan = next((k for k, b in enumerate(col) if b == "nan"), None)
+    fin = [b for b in col if isinstance(b, tuple)]
+    m = min((lo for lo, _ in fin), default=Fraction(0)) - 1
+    M_ = max((hi for _, hi in fin), default=Fraction(0)) + 1
+    return nan, [b if isinstance(b, tuple) or b is None else (m, m) if b == "-inf" else (M_, M_) for b in col]
+
+
 def _judge_row(cols, labels):
-    """(truth 'pass' | 'fail' | 'undecided', per position (margin lo, competitor class))."""
+    """(truth 'pass' | 'fail' | 'undecided', per position (margin lo, competitor class)); a NaN score
+    fails (no argmax), ±inf compare as extended reals."""
     found, info = [], []
     for col, lab in zip(cols, labels):
         if lab >= len(col):
             return "malformed", []
+        nan, col = _extended(col)
+        if nan is not None:
+            found.append("fail")
+            info.append((None, [nan]))
+            continue
         if any(b is None for b in col):
             found.append("undecided")
             info.append((None, None))
@@ -494,9 +531,23 @@ def gpt2_small():
     return g
 
 
+def masked_attention_graph():
+    """The attention block with a causal mask of −∞ (not a large negative number) and the SDPA guard
+    Where(IsNaN(p), 0, p) after its Softmax (docs/verify-format.md § Special values)."""
+    g = copy.deepcopy(attention_graph())
+    C, N = g["constants"], g["nodes"]
+    C["mask"]["values"] = ["-inf" if v != "0" else v for v in C["mask"]["values"]]
+    C["zero"] = values([], [0])
+    k = next(i for i, nd in enumerate(N) if nd["op"] == "Softmax")
+    N[k + 1:k + 1] = [node("IsNaN", ["a"], "isn"), node("Where", ["isn", "zero", "a"], "a2")]
+    N[k + 3]["inputs"] = ["a2", "v"]
+    return g
+
+
 def parents(slow: bool = False) -> List[tuple]:
     """(name, certificate) of every honest parent; each is checked CERTIFIED by the caller."""
     att, tie, mlp, shp = attention_graph(), tie_graph(), mlp_graph(), shapes_graph()
+    masked = masked_attention_graph()
     vec, tok6 = {"type": "vectors", "dim": 3}, {"type": "tokens", "vocab": 6}
     argmax = _argmax_labels(att, INPUTS)
     out = [("attention/mixed", honest(att, INPUTS, [0, 1, 2, 3, 0, 1], extra=("attention_layers", "relu_depth"))),
@@ -505,6 +556,8 @@ def parents(slow: bool = False) -> List[tuple]:
                                      unknown=(4,))),
            ("attention/all", honest(att, INPUTS[:4], _argmax_labels(att, INPUTS[:4], "all", shift=0)[:2]
                                     + _argmax_labels(att, INPUTS[2:4], "all", shift=1), "all")),
+           ("attention/-inf", honest(masked, INPUTS, [a if e % 3 else (a + 1) % 4 for e, a in
+                                                      enumerate(_argmax_labels(masked, INPUTS))])),
            ("tie", honest(tie, [[0], [1], [2], [3]], [0, 1, 2, 0])),
            ("mlp", honest(mlp, MLP_INPUTS, _argmax_labels(mlp, MLP_INPUTS, inp=vec)[:4] + [0, 1], inp=vec,
                           extra=("relu_depth", "attention_layers"))),
@@ -549,10 +602,11 @@ LARGE = (Fraction(4), Fraction(64), Fraction(3, 2), Fraction(1 << 20))
 
 
 def _set_value(d, name, i, delta) -> str:
+    """Nudge a value by ``delta``; a special value (a mask entry) becomes ``delta`` (the mask opens)."""
     c = d["model"]["graph"]["constants"][name]
-    old = Fraction(c["values"][i])
-    c["values"][i] = _rat(old + delta)
-    return f"{name}[{i}] {_rat(old)} -> {c['values'][i]}"
+    old = c["values"][i]
+    c["values"][i] = _rat(frac(old) + delta)
+    return f"{name}[{i}] {old} -> {c['values'][i]}"
 
 
 def _nudge(where: str, size):

@@ -28,12 +28,12 @@ from exactmem.kernel import graph as kg
 from exactmem.kernel.fields import MalformedCertificate
 from exactmem.kernel.limits import Budget
 from exactmem.kernel.schema import _Reader
-from exactmem.verify.floats import FORMATS, decode_bits, exact_array, exact_scalar
+from exactmem.verify.floats import FORMATS, NonFinite, decode_bits, exact_array, exact_scalar
 from exactmem.verify.kernels import OpError
 
 TABLE = tuple(kg.OPS)
 STRUCTURAL = {"Gather", "Identity", "Reshape", "Transpose", "Split", "Slice", "Concat", "Unsqueeze", "Squeeze",
-              "Where", "Neg", "Relu"}  # no rounding anywhere: the expected value itself must be enclosed
+              "Where", "Neg", "Relu", "IsNaN", "IsInf"}  # no rounding anywhere: the expected value itself must be enclosed
 ARITH = set(TABLE) - STRUCTURAL - {"Identity"}
 
 
@@ -63,10 +63,12 @@ def _fmt(a: np.ndarray):
 
 
 def constant(a) -> dict:
-    """A numpy array as a graph constant: floats exactly (``values``), integers and bools as ``ints``."""
+    """A numpy array as a graph constant: floats exactly (``values``; ±inf and NaN as their texts),
+    integers and bools as ``ints``."""
     a = np.asarray(a)
     if a.dtype.kind == "f":
-        return {"shape": list(a.shape), "values": [rat(v) for v in exact_array(a).reshape(-1)]}
+        return {"shape": list(a.shape), "values": [rat(v) if isinstance(v, Fraction) else repr(v)
+                                                   for v in exact_array(a, special=True).reshape(-1)]}
     if a.dtype.kind in "iub":
         return {"shape": list(a.shape), "ints": [int(v) for v in a.reshape(-1)]}
     raise Refused(f"dtype {a.dtype}: no rational value")
@@ -110,8 +112,9 @@ def table_outputs(node):
 
 
 def _intervals(t: kg.T):
-    d = Fraction(1, 1 << t.s)
-    return t.shape, [(lo * d, hi * d) for lo, hi in zip(t.lo, t.hi)]
+    """(shape, [(lo, hi)]): Fractions, or a special value's text twice."""
+    d, sp = Fraction(1, 1 << t.s), t.sp or [0] * len(t.lo)
+    return t.shape, [(kg.NAMES[c],) * 2 if c else (lo * d, hi * d) for lo, hi, c in zip(t.lo, t.hi, sp)]
 
 
 def kernel_run(node, inputs, F=256):
@@ -130,6 +133,10 @@ def kernel_run(node, inputs, F=256):
 
 
 def _ball(v):
+    from exactmem.verify.special import Special
+
+    if isinstance(v, Special):
+        return repr(v), repr(v)
     if isinstance(v, (int, np.integer, Fraction)):
         return Fraction(v), Fraction(v)
     m, r = (Fraction(int(a)) * (Fraction(2) ** int(b)) for a, b in (v.mid().man_exp(), v.rad().man_exp()))
@@ -161,13 +168,19 @@ def ulp(bits: int, fmt: str) -> Fraction:
 
 
 def expected(a):
-    """Expected outputs as [(value, ulp or None)]: floats exactly from their bits, integers exact."""
+    """Expected outputs as [(value, ulp or None)]: floats exactly from their bits (±inf and NaN as
+    their texts, which must be matched exactly), integers exact."""
     a = np.asarray(a)
     fmt = _fmt(a)
     if fmt is None:
         return [(Fraction(int(v)), None) for v in a.reshape(-1)]
-    raw = a.view(FORMATS[fmt][3]).reshape(-1).tolist()
-    return [(decode_bits(b, fmt), ulp(b, fmt)) for b in raw]
+    out = []
+    for b in a.view(FORMATS[fmt][3]).reshape(-1).tolist():
+        try:
+            out.append((decode_bits(b, fmt), ulp(b, fmt)))
+        except NonFinite as e:
+            out.append(({"NaN": "nan", "+inf": "inf"}.get(e.what, e.what), None))
+    return out
 
 
 # float32 results of an arithmetic op are rounded; the true real value lies within this many ulps
@@ -194,6 +207,10 @@ def judge(op, got, want, floor=0):
         if tuple(shape) != tuple(w.shape):
             return f"output {k}: shape {list(shape)}, expected {list(w.shape)}"
         for i, ((lo, hi), (v, u)) in enumerate(zip(iv, expected(w))):
+            if isinstance(v, str) or isinstance(lo, str):  # a special value: the same one, exactly
+                if lo != v:
+                    return f"output {k}[{i}]: {lo!r}, expected {v!r}"
+                continue
             if lo <= v <= hi:
                 continue
             n = ULPS.get(op) if u is not None else None
@@ -389,11 +406,29 @@ def reference(node, inputs, runtime=False):
         return e
 
 
-def fuzz_one(rng):
+SPECIAL_FUZZ = {"Add", "Sub", "Mul", "Div", "Neg", "Reciprocal", "Softmax", "Where", "Identity", "Gather", "Reshape",
+                "Transpose", "Split", "Slice", "Concat", "Unsqueeze", "Squeeze"}  # ops with rules for -inf, inf, nan
+
+
+def _special(rng, a, p):
+    """A float array with each entry -inf, inf or nan with chance p (-inf the likeliest, as in masks)."""
+    if a.dtype.kind != "f" or not a.size:
+        return a
+    a = np.array(a, dtype=a.dtype)  # a 0-d array stays an array
+    hit = rng.random(a.shape) < p
+    a[hit] = rng.choice([-np.inf, -np.inf, np.inf, np.nan], size=int(hit.sum()))
+    return a
+
+
+def fuzz_one(rng, special=0.0):
     """One random node: ("decided", agreement) | ("skipped", why). Agreement: True when both tables
-    enclose ONNX's finite value, or both refuse a node ONNX refuses."""
+    enclose ONNX's finite value, or both refuse a node ONNX refuses. ``special``: with this chance an
+    input entry of an op of ``SPECIAL_FUZZ`` is -inf, inf or nan; ONNX's special results must then be
+    matched exactly (docs/verify-format.md § Special values)."""
     case = random_case(rng)
     op, attrs, inputs = case[:3]
+    if special and op in SPECIAL_FUZZ:
+        inputs = [_special(rng, a, special) for a in inputs]
     node = onnx_node(op, attrs, inputs, case[3] if len(case) > 3 else 1)
     with np.errstate(all="ignore"):
         want = reference(node, inputs, runtime=op in RUNTIME_ORACLE)
@@ -408,13 +443,13 @@ def fuzz_one(rng):
             except Exception as e:  # noqa: BLE001
                 ok.append(f"{run.__name__} fails with {type(e).__name__}: {e}")
         return ("decided", not ok, ok, node, inputs)
-    if not all(np.all(np.isfinite(np.asarray(w, dtype=np.float64))) for w in want):
+    if not (special and op in SPECIAL_FUZZ) and not all(np.all(np.isfinite(np.asarray(w, dtype=np.float64))) for w in want):
         return ("skipped", "no finite value", None, node, inputs)
     floor = 0
     if op in IRRATIONAL:  # onnx.reference computes erf in float32: trust irrational results to float32 ulps
         want = [np.asarray(w, dtype=np.float64).astype(np.float32) for w in want]
     if op in IRRATIONAL | {"MatMul", "Gemm", "ReduceMean"}:  # chains: error at the inputs' scale M
-        m = max([1] + [abs(float(v)) for a in inputs if a.dtype.kind == "f" for v in a.reshape(-1)])
+        m = max([1] + [abs(float(v)) for a in inputs if a.dtype.kind == "f" for v in a.reshape(-1) if np.isfinite(v)])
         floor = Fraction(2) ** (int(m).bit_length() - 1 - 23)  # a float32 ulp at M (inputs are k/4, |k| <= 8)
     errs = []
     for run, refusals in ((kernel_run, KERNEL_REFUSALS), (producer_run, PRODUCER_REFUSALS)):

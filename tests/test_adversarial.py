@@ -47,19 +47,20 @@ graph models to the kernel; the same engine split and the every-fifth agreement 
 
 The full campaign runs with ``-m slow`` (CI's ``.ci/run``); the default run checks a representative
 sample (``SAMPLE``: the first small instance of every theorem, one mutant per kind, 706 layer-model
-mutants of 27 certificates; 6 graph-model mutants per kind and parent, 1,067; 1,773 in all, with
+mutants of 27 certificates; 6 graph-model mutants per kind and parent, 1,204; 1,910 in all, with
 lower least counts, ``NEED`` and ``GNEED``).
 
-Counts of the full campaign (seed 0): 2,982 layer-model mutants and 2,749 graph-model mutants, 5,731 in all; per graph
-family: nudge-margin-small 136, nudge-margin-large 136, nudge-random-small 136, nudge-random-large
-136, ints-gather-index 102, ints-slice 34, ints-reshape 51, ints-transpose-perm 89, ints-axis 126,
-label-flip 133, verdict-flip 78, verdict-unknown 130, claim-n_pass 48, claim-n_fail 48,
-claim-size-off-by-one 136, claim-size-boundary 136, node-removed 123, node-bypassed 123,
-node-duplicated 129, nodes-reordered 99, input-renamed 136, op-replaced 127, attribute-changed 85,
-row-repeated-other-label 136, token-changed 136 (550 of them also checked by the other engine). Graph
-verdicts: 1,256 REFUTED, 717 MALFORMED, 774 CERTIFIED (the oracle agrees), 2 UNKNOWN (an Add
+Counts of the full campaign (seed 0; graph counts after issue 35 added the −∞-masked attention
+parent): 2,978 layer-model mutants and 3,108 graph-model mutants, 6,086 in all; per graph
+family: nudge-margin-small 153, nudge-margin-large 153, nudge-random-small 153, nudge-random-large
+153, ints-gather-index 119, ints-slice 34, ints-reshape 51, ints-transpose-perm 101, ints-axis 143,
+label-flip 150, verdict-flip 90, verdict-unknown 147, claim-n_pass 54, claim-n_fail 54,
+claim-size-off-by-one 153, claim-size-boundary 153, node-removed 140, node-bypassed 140,
+node-duplicated 146, nodes-reordered 116, input-renamed 153, op-replaced 144, attribute-changed 102,
+row-repeated-other-label 153, token-changed 153 (622 of them also checked by the other engine). Graph
+verdicts: 1,412 REFUTED, 806 MALFORMED, 887 CERTIFIED (the oracle agrees), 3 UNKNOWN (an Add
 replaced by Div, whose divisor holds a true 0), 0 problems. ``-m slow`` adds a 1-layer GPT-2-like graph
-(``tests/graph_gpt2.py``) and 40 mutants per kind and parent: 6,433 graph-model mutants, 0 problems.
+(``tests/graph_gpt2.py``) and 40 mutants per kind and parent: 7,199 graph-model mutants, 0 problems.
 
 Found by the graph families: ``Div`` whose inputs do not broadcast was UNKNOWN (not malformed) when
 its divisor held a 0; the kernel now checks the shapes first (regression test in

@@ -56,7 +56,8 @@ def _attr(rng, kind):
     return [rng.randint(-3, 3) for _ in range(rng.randint(0, 3))]
 
 
-def random_doc(rng):
+def random_doc(rng, special=0.0):
+    """A random graph certificate; ``special``: the chance that a ``values`` entry is -inf, inf or nan."""
     consts, ints, vals = {}, [], []
     for k in range(rng.randint(1, 5)):
         shape, name = _shape(rng), f"c{k}"
@@ -70,7 +71,9 @@ def random_doc(rng):
                                     for _ in range(consts[name]["shape"][0])]
             ints.append(name)
         else:
-            consts[name] = {"shape": shape, "values": [_rational(rng) for _ in range(n)]}
+            consts[name] = {"shape": shape, "values": [rng.choice(["-inf", "-inf", "inf", "nan"])
+                                                       if special and rng.random() < special else _rational(rng)
+                                                       for _ in range(n)]}
             vals.append(name)
     defined, nodes = ["x"] + vals, []
     for i in range(rng.randint(1, 4)):
@@ -118,10 +121,10 @@ def _documented(code, out, err):
         assert out.count("\n") <= (1 if code == 1 else 0)
 
 
-def _fuzz(n, seed):
+def _fuzz(n, seed, special=0.0):
     rng, kinds, slowest = random.Random(seed), Counter(), (0.0, None)
     for i in range(n):
-        d = random_doc(rng)
+        d = random_doc(rng, special)
         code, out, err, secs = _answer(d)
         _documented(code, out, err)
         assert secs <= 2 * LIMIT + 10, (i, secs)
@@ -135,6 +138,13 @@ def _fuzz(n, seed):
 def test_fuzz_10000_graph_certificates():
     kinds = _fuzz(N_FAST, 38)
     assert sum(kinds.values()) == N_FAST and kinds[3] < N_FAST  # not only malformed ones
+
+
+def test_fuzz_2000_graph_certificates_with_special_values():
+    """-inf, inf and nan in the constants (a third of the entries): still only documented answers, and
+    some certificates get past the special values to a verdict (not only refusals)."""
+    kinds = _fuzz(2000, 35, special=0.3)
+    assert kinds[3] < 2000 and kinds[0] + kinds[1] > 0
 
 
 @pytest.mark.slow

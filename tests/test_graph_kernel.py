@@ -52,7 +52,7 @@ def evaluate(nodes, consts, x, out="z", F=64):
     g = {"input": "x", "output": "y", "constants": {**consts, "flat": ints([3], [1, 1, -1])},
          "nodes": nodes + [{"op": "Reshape", "inputs": [out, "flat"], "outputs": ["y"]}]}
     cert = parse_certificate(doc(g, [[[rat(v) for v in x]]], [0], ["unknown"], inp={"type": "vectors", "dim": len(x)}))
-    [(lo, hi)], s = run_graph(cert.graph, cert.inputs[0], False, F, Budget(), "last")
+    [(lo, hi, _)], s = run_graph(cert.graph, cert.inputs[0], False, F, Budget(), "last")
     return [(Fraction(a, 1 << s), Fraction(b, 1 << s)) for a, b in zip(lo, hi)]
 
 
@@ -197,7 +197,7 @@ def true_verdicts(g, inputs, labels, position="last"):
     for x, lab in zip(inputs, labels):
         cols, s = run_graph(cert.graph, x, True, 256, Budget(), position)
         labs = lab if position == "all" else [lab]
-        ok = [lo[l] > max(h for k, h in enumerate(hi) if k != l) for (lo, hi), l in zip(cols, labs)]
+        ok = [lo[l] > max(h for k, h in enumerate(hi) if k != l) for (lo, hi, _), l in zip(cols, labs)]
         out.append("pass" if all(ok) else "fail")
     return out
 
@@ -353,7 +353,7 @@ def test_gpt2_sized_graph_speed_and_agreement_with_float():
     d = doc(g, ids, labels, ["pass", "pass", "fail"], inp={"type": "tokens", "vocab": 256})
     cert = parse_certificate(d)
     t = time.perf_counter()
-    [(lo, hi)], s = run_graph(cert.graph, ids[0], True, 64, Budget(), "last")
+    [(lo, hi, _)], s = run_graph(cert.graph, ids[0], True, 64, Budget(), "last")
     seconds = time.perf_counter() - t
     print(f"\nGPT-2-sized graph (2 layers, width 64, 4 heads, context 16, vocabulary 256): {seconds:.2f} s per example "
           "at 64 bits")

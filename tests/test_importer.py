@@ -136,8 +136,9 @@ def test_malformed_and_mismatched_models_are_one_line_errors(tmp_path):
         lower(load_onnx(m), 5)
     nan = _emb()
     nan[2, 1] = np.nan
-    with pytest.raises(VerifyInputError, match=r"NaN at index \[2, 1\]"):
-        lower(load_onnx(_model([helper.make_node("Gather", ["E", "ids"], ["y"])], {"E": nan}, C=4)), 3)
+    L = lower(load_onnx(_model([helper.make_node("Gather", ["E", "ids"], ["y"])], {"E": nan}, C=4)), 3)
+    vals = L.constants["E"]["values"]  # NaN is a value of the real network now (docs/verify-format.md)
+    assert vals[2 * nan.shape[1] + 1] == "nan" and vals.count("nan") == 1
 
 
 def test_vectors_input_and_masked_softmax_with_where():

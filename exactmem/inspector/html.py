@@ -282,7 +282,7 @@ def graph_model_html(doc: dict) -> str:
     for cname, c in (g.get("constants") or {}).items():
         vals = c.get("values")
         if vals is not None:
-            bs = [bits(parse_rational(s)) for s in vals]
+            bs = [bits(parse_rational("0" if s in ("-inf", "inf", "nan") else s)) for s in vals]  # as the kernel counts
             consts.append({"name": cname, "shape": c.get("shape"), "n": len(bs), "max": max(bs, default=0),
                            "total": sum(bs), "kind": "rational"})
         else:

@@ -12,13 +12,12 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Callable, Iterable, List, Optional, Tuple
 
-from .evaluate import Softmax2Fault, Undecided, exact_prefix, interval_suffix
+from .evaluate import Softmax2Fault, Undecided, exact_prefix, interval_suffix, judge_example  # noqa: F401 (re-exported)
 from .fields import unexpected  # noqa: F401 (re-exported: the command's one-line errors)
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES, DataFacts
 from .formulas import check_formulas
-from .graph import run_graph
+from .graph import NAMES, run_graph
 from .limits import DEFAULT_MAX_PRECISION, Budget, LimitExceeded, Limits
-from .enclosure import Interval
 from .schema import (OPS, MalformedCertificate, ParsedCertificate, canonical_hash,  # noqa: F401 (re-exported)
                      decode_certificate, integer, load_certificate, parse_certificate, parse_chunk)
 from .text import SHORT, fmt
@@ -29,65 +28,38 @@ LOWER_BOUND_FORMAT = "exactmem-lower-bound"  # checked by lowerbound.check_lower
 SOFTMAX2_MAX_SPREAD = Limits().max_value_bits  # default largest softmax2 score spread max s − min s evaluated
 
 
-def _judge_column(col, label, decode: str, eps: Optional[Fraction]) -> str:
-    """'pass' | 'fail' | 'undecided' for one output column (Fractions or Intervals) against its label."""
-    if decode == "identity" and eps is None:
-        return "pass" if col == label else "fail"
-    col = [x if isinstance(x, Interval) else (x, x) for x in col]  # (lower, upper) bounds
-    if decode == "argmax":
-        (lab_lo, lab_hi), others = col[label], [x for k, x in enumerate(col) if k != label]
-        sure = all(lab_lo > hi for _, hi in others)
-        wrong = any(lo >= lab_hi for lo, _ in others)
-    else:
-        sure = all(lo >= y - eps and hi <= y + eps for (lo, hi), y in zip(col, label))
-        wrong = any(hi < y - eps or lo > y + eps for (lo, hi), y in zip(col, label))
-    return "pass" if sure else "fail" if wrong else "undecided"
-
-
-def judge_example(cert: ParsedCertificate, e: int, out) -> Tuple[str, Optional[dict]]:
-    """Decide example e from its output columns (Fractions or Intervals): (status, witness)."""
-    label = cert.labels[e]
-    cols, labs = ([out[-1]], [label]) if cert.position == "last" else (out, label)
-    undecided = False
-    for t, (col, lab) in enumerate(zip(cols, labs)):
-        r = _judge_column(col, lab, cert.decode, cert.error_bound)
-        if r == "fail":
-            w = {"example": e + cert.first, "expected": fmt(lab), "got": fmt(col), "reason": "label"}
-            return "fail", {**w, "position": t} if cert.position == "all" else w
-        undecided |= r == "undecided"
-    if undecided:
-        return "undecided", None
-    claimed = cert.outputs[e]
-    derived = label if cert.decode == "argmax" else (cols[0] if cert.position == "last" else cols)
-    if claimed is not None and claimed != derived:
-        return "fail", {"example": e + cert.first, "expected": fmt(claimed), "got": fmt(derived), "reason": "outputs"}
-    return "pass", None
-
-
 def judge_verdict(cert: ParsedCertificate, e: int, cols, s: int) -> Tuple[str, Optional[dict]]:
-    """A graph model's claimed verdict of example e against the score enclosures ``cols`` ((lo, hi)
-    integer lists over 2^s, one pair per read position): an example surely passes when at every
-    position the label's lower bound exceeds every other upper bound, surely fails when at some
-    position another lower bound is >= the label's upper bound (exact ties fail). 'pass' if the
-    claim is confirmed; 'fail' with a witness if the intervals contradict it; else 'undecided'."""
+    """A graph model's claimed verdict of example e against the score enclosures ``cols`` ((lo, hi,
+    special-value codes or None) over 2^s, one per read position): an example surely passes when at
+    every position the label's lower bound exceeds every other upper bound, surely fails when at some
+    position another lower bound is >= the label's upper bound (exact ties fail) or a score is NaN
+    (no argmax). ±∞ compare as extended reals. 'pass' if the claim is confirmed; 'fail' with a
+    witness if the intervals contradict it; else 'undecided'."""
     claimed, labels = cert.outputs[e], cert.labels[e] if cert.position == "all" else [cert.labels[e]]
-    found = []
-    for t, ((lo, hi), lab) in enumerate(zip(cols, labels)):
+    found, shown = [], []
+    for t, ((lo, hi, sp), lab) in enumerate(zip(cols, labels)):
         if lab >= len(lo):
             raise MalformedCertificate(f"dataset.labels[{e}]: class {lab} out of range (the graph gives {len(lo)} "
                                        "scores)")
+        if sp:  # ±∞ become points below / above every finite bound of the row: the same order
+            m, M = min(lo) - 1, max(hi) + 1
+            lo, hi = ([M if c == 1 else m if c == -1 else v for c, v in zip(sp, b)] for b in (lo, hi))
+        shown.append(sp)
         others = [k for k in range(len(lo)) if k != lab]
         top = max(others, key=hi.__getitem__, default=None)
         low = max(others, key=lo.__getitem__, default=None)
-        found.append(("pass", t, top) if top is None or lo[lab] > hi[top] else
-                     ("fail", t, low) if lo[low] >= hi[lab] else ("undecided", t, top))
+        nan = sp and next((k for k in [lab] + others if sp[k] == 2), None)
+        found.append(("fail", t, nan, lo, hi) if nan is not None else
+                     ("pass", t, top, lo, hi) if top is None or lo[lab] > hi[top] else
+                     ("fail", t, low, lo, hi) if lo[low] >= hi[lab] else ("undecided", t, top, lo, hi))
     got = next((f for f in found if f[0] == "fail"), found[0] if all(f[0] == "pass" for f in found) else None)
     if got is None or got[0] == claimed:
         return ("undecided" if got is None else "pass"), None
-    _, t, k = got
-    (lo, hi), lab = cols[t], labels[t]
+    _, t, k, lo, hi = got
+    lab, sp = labels[t], shown[t]
     w = {"example": e + cert.first, "reason": "verdict", "claimed": claimed, "classes": [lab, k],
-         "scores": [fmt([Fraction(lo[j], 1 << s), Fraction(hi[j], 1 << s)]) for j in (lab, k) if j is not None]}
+         "scores": [NAMES[sp[j]] if sp and sp[j] else fmt([Fraction(lo[j], 1 << s), Fraction(hi[j], 1 << s)])
+                    for j in (lab, k) if j is not None]}
     return "fail", {**w, "position": t} if cert.position == "all" else w
 
 

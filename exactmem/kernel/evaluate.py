@@ -18,6 +18,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 from .enclosure import ONE, ZERO, Interval, Undecided, exp_bound, round_ratio, rounded  # noqa: F401 (Undecided re-exported)
 from .limits import Budget
 from .linear import Affine, Embed, FeedForward, Lin, over_lcm
+from .text import fmt
 
 
 class Softmax2Fault(Exception):
@@ -250,3 +251,40 @@ def interval_suffix(cert, cols: List[List[int]], D: int, stop: int, p: int, budg
                      f"an interval endpoint after model.layers[{i}]")
     return iv
 
+
+# ------------------------------------------------ judging a layer model's example (re-exported by checker)
+
+
+def _judge_column(col, label, decode: str, eps: Optional[Fraction]) -> str:
+    """'pass' | 'fail' | 'undecided' for one output column (Fractions or Intervals) against its label."""
+    if decode == "identity" and eps is None:
+        return "pass" if col == label else "fail"
+    col = [x if isinstance(x, Interval) else (x, x) for x in col]  # (lower, upper) bounds
+    if decode == "argmax":
+        (lab_lo, lab_hi), others = col[label], [x for k, x in enumerate(col) if k != label]
+        sure = all(lab_lo > hi for _, hi in others)
+        wrong = any(lo >= lab_hi for lo, _ in others)
+    else:
+        sure = all(lo >= y - eps and hi <= y + eps for (lo, hi), y in zip(col, label))
+        wrong = any(hi < y - eps or lo > y + eps for (lo, hi), y in zip(col, label))
+    return "pass" if sure else "fail" if wrong else "undecided"
+
+
+def judge_example(cert, e: int, out) -> Tuple[str, Optional[dict]]:
+    """Decide example e from its output columns (Fractions or Intervals): (status, witness)."""
+    label = cert.labels[e]
+    cols, labs = ([out[-1]], [label]) if cert.position == "last" else (out, label)
+    undecided = False
+    for t, (col, lab) in enumerate(zip(cols, labs)):
+        r = _judge_column(col, lab, cert.decode, cert.error_bound)
+        if r == "fail":
+            w = {"example": e + cert.first, "expected": fmt(lab), "got": fmt(col), "reason": "label"}
+            return "fail", {**w, "position": t} if cert.position == "all" else w
+        undecided |= r == "undecided"
+    if undecided:
+        return "undecided", None
+    claimed = cert.outputs[e]
+    derived = label if cert.decode == "argmax" else (cols[0] if cert.position == "last" else cols)
+    if claimed is not None and claimed != derived:
+        return "fail", {"example": e + cert.first, "expected": fmt(claimed), "got": fmt(derived), "reason": "outputs"}
+    return "pass", None

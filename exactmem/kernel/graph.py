@@ -9,6 +9,8 @@ Evaluation at precision F keeps scales at most F: a result over 2^s with s > F i
 (``lo`` down, ``hi`` up) to 2^F, so exact dyadic values stay exact while they fit. Products use the
 midpoint–radius form (C-level ``sum(map(mul, ...))`` on integers); irrational steps use the bounds of
 `enclosure`. A shape that does not fit makes the certificate malformed, naming the node.
+Special values (``docs/verify-format.md`` § Special values): ``sp``, None when a tensor holds none
+(the common case), else a code per element — 0 finite, −1 −∞, 1 +∞, 2 NaN — whose bounds are 0.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ from .limits import LimitExceeded
 
 EXACT_SCALE = 1100  # a dyadic constant over at most 2^1100 is held exactly; others are rounded per precision
 INDEX_INPUTS = {"Gather": (1,), "Where": (0,), "Pow": (1,)}  # besides OPS's int-constant inputs: where ints may go
+CODES = {"-inf": -1, "inf": 1, "nan": 2}  # special values: their JSON texts and codes (0: finite)
+NAMES = {v: k for k, v in CODES.items()}
+SPECIAL_OPS = {"Add", "Sub", "Mul", "Div", "Reciprocal", "Neg", "Softmax", "Where", "IsNaN", "IsInf", "Identity", "Gather",
+               "Reshape", "Transpose", "Split", "Slice", "Concat", "Unsqueeze", "Squeeze"}  # take special values
 MAX_RANK, MAX_OUTPUTS = 64, 4096  # of a node's outputs (docs/verify-format.md): keeps shape work linear
 REQUIRED = object()
 
@@ -33,10 +39,31 @@ REQUIRED = object()
 class T:
     """A tensor: ``shape``, ``lo``/``hi`` over 2^``s``; ``ints``: an integer tensor (ids, shapes, axes)."""
 
-    __slots__ = ("shape", "lo", "hi", "s", "ints", "memo")
+    __slots__ = ("shape", "lo", "hi", "s", "ints", "memo", "sp")
 
-    def __init__(self, shape, lo, hi=None, s=0, ints=False):
+    def __init__(self, shape, lo, hi=None, s=0, ints=False, sp=None):
         self.shape, self.lo, self.hi, self.s, self.ints, self.memo = tuple(shape), lo, lo if hi is None else hi, s, ints, {}
+        self.sp = sp if sp and any(sp) else None
+
+
+def marked(t: T, sp) -> T:
+    """t with the special-value codes ``sp`` (None: none): a special element's bounds become 0."""
+    if not sp or not any(sp):
+        return t
+    lo = [0 if c else v for c, v in zip(sp, t.lo)]
+    return T(t.shape, lo, lo if t.lo is t.hi else [0 if c else v for c, v in zip(sp, t.hi)], t.s, t.ints, sp)
+
+
+def codes(t: T, out):
+    """The codes of t broadcast to ``out`` (all 0 when it holds no special value)."""
+    return [0] * prod(out) if t.sp is None else [t.sp[i] for i in bidx(t.shape, out)]
+
+
+def sign(lo, hi):
+    """The sign of a finite interval: 1, −1, 0 (the point 0), or Undecided when it contains 0."""
+    if lo > 0 or hi < 0 or lo == hi == 0:
+        return (lo > 0) - (hi < 0)
+    raise Undecided()
 
 
 class ShapeError(Exception):
@@ -147,7 +174,7 @@ def groups(shape, axes):
 
 def take(t: T, idx, shape) -> T:
     lo = [t.lo[i] for i in idx]
-    return T(shape, lo, lo if t.lo is t.hi else [t.hi[i] for i in idx], t.s, t.ints)
+    return T(shape, lo, lo if t.lo is t.hi else [t.hi[i] for i in idx], t.s, t.ints, t.sp and [t.sp[i] for i in idx])
 
 
 def spread(t: T, out, s):
@@ -185,7 +212,11 @@ def op_add(cx, a, x, y, neg=False):
     (xl, xh), (yl, yh) = spread(x, out, s), spread(y, out, s)
     f = sub if neg else add
     lo = list(map(f, xl, yh if neg else yl))
-    return fit(out, lo, lo if xl is xh and yl is yh else list(map(f, xh, yl if neg else yh)), s, cx.F)
+    r = fit(out, lo, lo if xl is xh and yl is yh else list(map(f, xh, yl if neg else yh)), s, cx.F)
+    if x.sp is None and y.sp is None:
+        return r  # IEEE: NaN wins; ∞ + finite = ∞; (−∞) + (+∞) = NaN (Sub: y's infinity flips)
+    return marked(r, [2 if 2 in (p, q) or p * q == -1 else p or q
+                      for p, q in zip(codes(x, out), (-c if c != 2 else 2 for c in codes(y, out)) if neg else codes(y, out))])
 
 
 def op_mul(cx, a, x, y):
@@ -197,16 +228,23 @@ def op_mul(cx, a, x, y):
     else:
         ps = list(zip(map(mul, xl, yl), map(mul, xl, yh), map(mul, xh, yl), map(mul, xh, yh)))
         lo, hi = list(map(min, ps)), list(map(max, ps))
-    return fit(out, lo, hi, x.s + y.s, cx.F)
+    r = fit(out, lo, hi, x.s + y.s, cx.F)
+    if x.sp is None and y.sp is None:
+        return r  # IEEE: NaN wins; ∞ × ∞ and ∞ × (finite ≠ 0) by the signs; ∞ × 0 = NaN
+    return marked(r, [2 if 2 in (p, q) else p * q if p and q else (p or q) * sign(*(b if p else a)) or 2 if p or q else 0
+                      for p, q, a, b in zip(codes(x, out), codes(y, out), zip(xl, xh), zip(yl, yh))])
 
 
 def op_recip(cx, a, x):
     """Reciprocal: 1/x is decreasing on each side of 0: [1/hi, 1/lo] (2^(s+F)/n over 2^F); an
-    interval that contains 0 is undecided."""
-    if any(l <= 0 <= h for l, h in zip(x.lo, x.hi)):
+    interval that contains 0 is undecided. 1/±∞ = 0, 1/NaN = NaN."""
+    sp = x.sp or [0] * len(x.lo)
+    if any(l <= 0 <= h and not c for l, h, c in zip(x.lo, x.hi, sp)):
         raise Undecided()
-    one = 1 << (x.s + cx.F)
-    return fit(x.shape, [cdiv(one, h, False) for h in x.hi], [cdiv(one, l, True) for l in x.lo], cx.F, cx.F)
+    one = 1 << (x.s + cx.F)  # a bound is 0 only for a special value here: its result is marked below
+    r = fit(x.shape, [cdiv(one, h, False) if h else 0 for h in x.hi], [cdiv(one, l, True) if l else 0 for l in x.lo],
+            cx.F, cx.F)
+    return marked(r, x.sp and [2 * (c == 2) for c in x.sp])
 
 
 def op_div(cx, a, x, y):
@@ -215,7 +253,7 @@ def op_div(cx, a, x, y):
 
 
 def op_neg(cx, a, x):
-    return fit(x.shape, [-v for v in x.hi], [-v for v in x.lo], x.s, x.s)
+    return marked(fit(x.shape, [-v for v in x.hi], [-v for v in x.lo], x.s, x.s), x.sp and [c if c == 2 else -c for c in x.sp])
 
 
 def op_relu(cx, a, x):
@@ -266,12 +304,19 @@ def op_gelu(cx, a, x):
 def op_softmax(cx, a, x):
     """Softmax along ``axis``: with E_k = exp(x_k − max_j hi_j) in [L_k, U_k], the weight
     E_k / Σ_j E_j lies in [L_k/(L_k + Σ_{j≠k} U_j), U_k/(U_k + Σ_{j≠k} L_j)] (increasing in E_k,
-    decreasing in the others; ``docs/certificate.md`` § Interval softmax), clipped to 1."""
-    F, t = cx.F, cx.tick
+    decreasing in the others; ``docs/certificate.md`` § Interval softmax), clipped to 1. A −∞ position
+    weighs exactly 0 and the others are the softmax of the rest; a row of only −∞, or holding +∞ or
+    NaN, is NaN (ONNX: exp(x − max) with max ∞)."""
+    F, t, sp = cx.F, cx.tick, x.sp
     xl, xh = fx(x, F)
-    lo, hi = [0] * len(xl), [0] * len(xl)
+    lo, hi, out = [0] * len(xl), [0] * len(xl), sp and [0] * len(sp)
     for g in groups(x.shape, (axis(a["axis"], len(x.shape)),)):
         t()
+        if g and sp and max(sp[i] for i in g):  # −1: every position −∞; 1, 2: +∞ or NaN
+            for i in g:
+                out[i] = 2
+            continue
+        g = [i for i in g if not sp or not sp[i]]
         if not g:  # an empty axis: no weights
             continue
         c = max(xh[i] for i in g)
@@ -280,7 +325,7 @@ def op_softmax(cx, a, x):
         for i, (l, h) in zip(g, E):
             lo[i] = (l << F) // (l + sh - h) if l else 0
             hi[i] = min(1 << F, cdiv(h << F, h + sl - l, True))
-    return fit(x.shape, lo, hi, F, F)
+    return marked(fit(x.shape, lo, hi, F, F), out)
 
 
 def op_reducemean(cx, a, x, axes=None):
@@ -394,7 +439,7 @@ def op_reshape(cx, a, x, shape):
         need(sh.count(-1) == 1 and rest > 0 and n % rest == 0, f"cannot reshape {list(x.shape)} to {shape.lo}")
         sh[sh.index(-1)] = n // rest
     need(all(v >= 0 for v in sh) and prod(sh) == n, f"cannot reshape {list(x.shape)} to {shape.lo}")
-    return T(sh, x.lo, x.hi, x.s, x.ints)
+    return T(sh, x.lo, x.hi, x.s, x.ints, x.sp)
 
 
 def op_slice(cx, a, x, starts, ends, axes=None, steps=None):
@@ -433,32 +478,41 @@ def op_concat(cx, a, *xs):
     need(all(len(x.shape) == r and x.shape[:ax] == sh[:ax] and x.shape[ax + 1:] == sh[ax + 1:] for x in xs),
          "Concat of shapes " + ", ".join(str(list(x.shape)) for x in xs))
     s, outer = max(x.s for x in xs), prod(sh[:ax])
-    lo, hi = ([v for o in range(outer) for x in xs for n in [prod(x.shape[ax:])] for v in at(x, s)[e][o * n:(o + 1) * n]]
-              for e in (0, 1))
-    return fit(sh[:ax] + (sum(x.shape[ax] for x in xs),) + sh[ax + 1:], lo, hi, s, s, all(x.ints for x in xs))
+    lo, hi, sp = ([v for o in range(outer) for x in xs for n in [prod(x.shape[ax:])]
+                   for v in (at(x, s)[e] if e < 2 else x.sp or [0] * len(x.lo))[o * n:(o + 1) * n]] for e in (0, 1, 2))
+    r = fit(sh[:ax] + (sum(x.shape[ax] for x in xs),) + sh[ax + 1:], lo, hi, s, s, all(x.ints for x in xs))
+    return marked(r, sp)
 
 
 def op_unsqueeze(cx, a, x, axes):
     r = len(x.shape) + len(axes.lo)
     ax = axes_of(axes.lo, r)
     it = iter(x.shape)
-    return T([1 if d in ax else next(it) for d in range(r)], x.lo, x.hi, x.s, x.ints)
+    return T([1 if d in ax else next(it) for d in range(r)], x.lo, x.hi, x.s, x.ints, x.sp)
 
 
 def op_squeeze(cx, a, x, axes=None):
     ax = set(axes_of(axes.lo, len(x.shape))) if axes is not None else {d for d, n in enumerate(x.shape) if n == 1}
     need(all(x.shape[d] == 1 for d in ax), f"cannot squeeze axes {sorted(ax)} of {list(x.shape)}")
-    return T([n for d, n in enumerate(x.shape) if d not in ax], x.lo, x.hi, x.s, x.ints)
+    return T([n for d, n in enumerate(x.shape) if d not in ax], x.lo, x.hi, x.s, x.ints, x.sp)
 
 
 def op_where(cx, a, c, x, y):
-    """Where: x where the (constant 0/1) condition is 1, else y; broadcast."""
+    """Where: x where the 0/1 condition (a constant, or IsNaN's output) is 1, else y; broadcast."""
+    need(c.ints and set(c.lo) <= {0, 1}, "the condition of Where must be 0/1 ints")
     out, s = bshape(c.shape, x.shape, y.shape), max(x.s, y.s)
     cc = spread(c, out, c.s)[0]
     (xl, xh), (yl, yh) = spread(x, out, s), spread(y, out, s)
     lo = [p if k else q for k, p, q in zip(cc, xl, yl)]
     hi = lo if xl is xh and yl is yh else [p if k else q for k, p, q in zip(cc, xh, yh)]
-    return T(out, lo, hi, s, x.ints and y.ints)
+    sp = None if x.sp is None and y.sp is None else [p if k else q for k, p, q in zip(cc, codes(x, out), codes(y, out))]
+    return T(out, lo, hi, s, x.ints and y.ints, sp)
+
+
+def op_isnan(cx, a, x, want=(2,)):
+    """IsNaN: 1 where x is NaN, else 0 (ints); IsInf: 1 where −∞ (``detect_negative``) or +∞ (``detect_positive``)."""
+    want = (-1,) * bool(a["detect_negative"]) + (1,) * bool(a["detect_positive"]) if "detect_negative" in a else want
+    return T(x.shape, [int(c in want) for c in x.sp] if x.sp else [0] * len(x.lo), ints=True)
 
 
 # op: (function, least inputs, most inputs, {attr: (kind, default)}, inputs that must be int constants).
@@ -484,7 +538,9 @@ OPS = {
     "Concat": (op_concat, 1, 1 << 30, {"axis": ("i", REQUIRED)}, ()),
     "Unsqueeze": (op_unsqueeze, 2, 2, {}, (1,)),
     "Squeeze": (op_squeeze, 1, 2, {}, (1,)),
-    "Where": (op_where, 3, 3, {}, (0,)),
+    "Where": (op_where, 3, 3, {}, ()),
+    "IsNaN": (op_isnan, 1, 1, {}, ()),
+    "IsInf": (op_isnan, 1, 1, {"detect_negative": ("i", 1), "detect_positive": ("i", 1)}, ()),
 }
 
 
@@ -498,7 +554,7 @@ class Graph:
     def constants(self, F, tick=lambda: None):
         """The constants at precision F, and (elements, bits) they hold."""
         if F not in self.memo:
-            cs = {k: c if isinstance(c, T) else from_fracs(*c, F, tick) for k, c in self.consts.items()}
+            cs = {k: c if isinstance(c, T) else marked(from_fracs(*c[:2], F, tick), c[2]) for k, c in self.consts.items()}
             self.memo = {F: (cs, sum(map(bits, cs.values())))}
         return self.memo[F]
 
@@ -536,12 +592,13 @@ def parse_graph(g, rd):
         shape = tuple(integer(v, f"{p}.shape[{i}]", 0) for i, v in enumerate(_list(c["shape"], f"{p}.shape")))
         held = rd.budget.room(span(shape), held, f"{p} (shape with zero dimensions counted as 1)")  # before reading it
         xs, vals = _list(c[key], f"{p}.{key}", prod(shape)), []
+        sp = [CODES.get(v, 0) if type(v) is str else 0 for v in xs] if key == "values" else None  # -inf, inf, nan
         for j in range(0, len(xs), 4096 if key == "ints" else 1):  # a value may have up to max_digits digits
             tick()
             vals += [integer(v, f"{p}.ints[{j + i}]") for i, v in enumerate(xs[j:j + 4096])] if key == "ints" else \
-                rd.vec(xs[j:j + 1], None, f"{p}.values[{j}:]", True)
-        t = T(shape, vals, ints=True) if key == "ints" else from_fracs(shape, vals, 0)
-        G.consts[name] = t if t.lo is t.hi else (shape, vals)
+                rd.vec(["0" if sp[j] else xs[j]], None, f"{p}.values[{j}:]", True)
+        t = T(shape, vals, ints=True) if key == "ints" else marked(from_fracs(shape, vals, 0), sp)
+        G.consts[name] = t if t.lo is t.hi else (shape, vals, sp)
         width = width if key == "ints" else max(width, shape[-1] if shape else 1)
     defined = set(G.consts) | {G.input}
     for i, nd in enumerate(_list(g["nodes"], f"{P}.nodes")):
@@ -574,12 +631,13 @@ def parse_graph(g, rd):
         if op == "Pow":
             c = G.consts.get(ins[1])
             vals = [] if c is None else [Fraction(v, 1 << c.s) for v in c.lo] if isinstance(c, T) else c[1]
-            k = vals[0] if len(vals) == 1 else None
+            k = vals[0] if len(vals) == 1 and not (isinstance(c, T) and c.sp) else None
             if k is None or not (k == Fraction(1, 2) or (k.denominator == 1 and k >= 0)):
                 bad(f"{p}.inputs[1]", "Pow needs a constant exponent: an integer >= 0 or 1/2")
             a["_k"] = k
-        if op == "Where" and not set(G.consts[ins[0]].lo) <= {0, 1}:
-            bad(f"{p}.inputs[0]", "the condition of Where must be a constant of 0/1 ints")
+        c = G.consts.get(ins[0])
+        if op == "Where" and c is not None and not (isinstance(c, T) and c.ints and set(c.lo) <= {0, 1}):
+            bad(f"{p}.inputs[0]", "the condition of Where must be 0/1 ints: a constant, or IsNaN's output")
         G.nodes.append((op, fn, ins, outs, a))
         counts[op] = counts.get(op, 0) + 1
     read = {v for op, _, ins, _, _ in G.nodes for k, v in enumerate(ins)  # ints constants read as values
@@ -604,6 +662,10 @@ def run_graph(G: Graph, x, tokens: bool, F: int, budget, position: str):
         budget.tick()
         try:
             args = [env[v] if v else None for v in ins]
+            for t in args if op not in SPECIAL_OPS else ():  # no rule for special values: refused, one line
+                if t is not None and t.sp:
+                    bad(f"model.graph.nodes[{i}] ({op})", f"{NAMES[next(filter(None, t.sp))]} reaches {op}, which "
+                                                          "takes no special values (docs/verify-format.md)")
             one, every, rank = bound(op, a, args, len(outs))
             need(rank <= MAX_RANK and len(outs) <= MAX_OUTPUTS, f"an output of rank {rank} or {len(outs)} outputs "
                                                                 f"(at most {MAX_RANK}, {MAX_OUTPUTS})")
@@ -629,4 +691,4 @@ def run_graph(G: Graph, x, tokens: bool, F: int, budget, position: str):
         bad("model.graph.output", f"shape {list(sh)}: expected [1, {n}, C], or [1, C] with position 'last'")
     C = sh[-1]
     rows = range(n) if position == "all" else [len(out.lo) // C - 1]
-    return [(out.lo[r * C:(r + 1) * C], out.hi[r * C:(r + 1) * C]) for r in rows], out.s
+    return [(out.lo[r * C:(r + 1) * C], out.hi[r * C:(r + 1) * C], out.sp and out.sp[r * C:(r + 1) * C]) for r in rows], out.s

@@ -14,7 +14,8 @@ rounded network is again an ONNX model whose initializers hold exactly the round
 silent rounding). Not rounded: integer initializers (indices, shapes), float ``Constant``
 nodes, and two kinds of structural float initializers (`structural`): one-element
 tensors (GELU-tanh's 0.044715 and √(2/π), 0.5, the attention scale, Pow's exponent 3) and
-additive masks (entries 0 and one negative constant, e.g. the causal mask's float32 minimum).
+additive masks (entries 0 and one negative constant, e.g. the causal mask's float32 minimum, or any
+initializer holding -inf, inf or NaN).
 For a ``torch.nn.Module`` the module says which are trained (`module_weights`): an initializer
 holding a trainable parameter's entries is a weight, one drawn from its buffers or frozen
 parameters (a fixed sinusoidal table) is kept exact as ``"buffer"``.
@@ -44,7 +45,7 @@ import numpy as np
 
 from ..arith.numbers import least_true, round_to_bits
 from .data import Examples, given_examples
-from .floats import FORMATS, decode_bits
+from .floats import FORMATS, NonFinite, decode_bits
 from .onnx_import import VerifyInputError, load_onnx
 
 __all__ = ["sweep_bits", "BitsResult", "BitsPoint", "round_model", "weight_initializers", "module_weights", "structural",
@@ -135,9 +136,12 @@ def weight_initializers(model) -> Tuple[List[str], Dict[str, str]]:
             continue
         raw, fmt = _raw(t)
         flat = raw.reshape(-1)
-        vals = [decode_bits(v, fmt) for v in np.unique(flat).tolist()] if flat.size > 1 else \
-            [decode_bits(int(v), fmt) for v in flat.tolist()]
-        why = "scalar" if flat.size <= 1 else structural(vals)
+        try:
+            vals = [decode_bits(v, fmt) for v in np.unique(flat).tolist()] if flat.size > 1 else \
+                [decode_bits(int(v), fmt) for v in flat.tolist()]
+            why = "scalar" if flat.size <= 1 else structural(vals)
+        except NonFinite:  # -inf, inf or NaN entries: a mask (docs/verify-format.md § Special values)
+            why = "mask"
         if why is None:
             weights.append(t.name)
         else:

@@ -6,7 +6,8 @@ point when the precision holds its mantissa), every operation rounds outward, so
 an interval that surely contains the real network's score. The example's verdict is
 
 * ``"pass"`` — the label's score is above every other score (lower bound > upper bound),
-* ``"fail"`` — some other score is surely ≥ the label's (an exact tie included),
+* ``"fail"`` — some other score is surely ≥ the label's (an exact tie included), or a score is
+  NaN (no argmax; ±∞ compare as extended reals),
 * ``"unknown"`` — neither, even at the top of the precision ladder (64, 128, …, 4096 bits).
 
 Nothing here is trusted: the certificate kernel re-derives every claimed verdict. Matrix
@@ -20,7 +21,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .kernels import ATTRS, OPS, OpError
+from .kernels import ATTRS, OPS, SPECIAL_OPS, OpError
+from .special import Special, TEXTS, Unsure, first_special, holds_special
+
+CODES = {t: c for c, t in TEXTS.items()}
 
 __all__ = ["Program", "ArbBackend", "PRECISIONS", "judge", "Verdict"]
 
@@ -47,8 +51,10 @@ class Program:
             else:
                 arr = np.empty(len(c["values"]), dtype=object)
                 cache: Dict[str, Fraction] = {}
-                arr[:] = [cache.get(v) or cache.setdefault(v, Fraction(v)) for v in c["values"]]
+                arr[:] = [cache.get(v) or cache.setdefault(v, Special(CODES[v]) if v in CODES else Fraction(v))
+                          for v in c["values"]]
                 self.consts[name] = ("rat", arr.reshape(shape))
+        self.special = {k for k, (kind, a) in self.consts.items() if kind == "rat" and holds_special(a)}
         self.nodes = []
         for nd in g["nodes"]:
             spec = ATTRS.get(nd["op"], {})
@@ -57,16 +63,27 @@ class Program:
             at = {k: (Fraction(v) if spec.get(k) is Fraction else v) for k, v in nd["attrs"].items()}
             at = {**at, "_n": len(nd["outputs"])} if nd["op"] == "Split" else at
             raw = {1} if nd["op"] == "Pow" else set()  # the exponent stays an exact rational
-            self.nodes.append((OPS[nd["op"]], nd["inputs"], nd["outputs"], at, raw))
+            self.nodes.append((OPS[nd["op"]], nd["inputs"], nd["outputs"], at, raw, nd["op"]))
 
     def run(self, K, x) -> np.ndarray:
-        """The output tensor on one bound input ``x`` (int array [1, n] or Fractions [1, n, d])."""
+        """The output tensor on one bound input ``x`` (int array [1, n] or Fractions [1, n, d]). Special
+        values are followed from the constants that hold them: an op outside SPECIAL_OPS that receives
+        one refuses the model (`VerifyInputError`, one line, as the kernel's MalformedCertificate)."""
         env: Dict[str, Any] = {self.input_name: x if self.input_type == "tokens" else K.convert(x)}
-        for f, ins, outs, at, raw in self.nodes:
+        special = set(self.special)
+        for j, (f, ins, outs, at, raw, op) in enumerate(self.nodes):
             args = [env[i] if i in env else self.consts[i][1] if k in raw else K.const(i, *self.consts[i])
                     for k, i in enumerate(ins)]
+            hot = [a for i, a in zip(ins, args) if i in special and holds_special(a)]
+            if hot and op not in SPECIAL_OPS:
+                from .onnx_import import VerifyInputError
+
+                raise VerifyInputError(f"{first_special(hot[0])} reaches {op} at node {j} ({outs[0]!r}), which takes "
+                                       "no special values (docs/verify-format.md)")
             for o, v in zip(outs, f(K, args, at)):
                 env[o] = v
+                if hot:
+                    special.add(o)
         return env[self.output_name]
 
 
@@ -92,6 +109,8 @@ class ArbBackend:
         self.flint.ctx.prec = self.prec
 
     def num(self, q: Fraction):
+        if isinstance(q, Special):
+            return q
         q = Fraction(q)
         return self.flint.arb(self.flint.fmpq(q.numerator, q.denominator))
 
@@ -179,12 +198,22 @@ class ArbBackend:
         return np.moveaxis(out, -1, axis)
 
 
+def _above(a, b, strict: bool) -> bool:
+    """Surely a > b (``strict``) or a >= b; ±∞ as extended reals (equal infinities are a tie)."""
+    ca, cb = (v.code if isinstance(v, Special) else 0 for v in (a, b))
+    if ca or cb:
+        return ca > cb or (not strict and ca == cb)
+    return a - b > 0 if strict else a - b >= 0
+
+
 def _decide(scores: Sequence[Any], label: int) -> str:
+    if any(isinstance(v, Special) and v.code == 2 for v in scores):
+        return "fail"  # a NaN score: the network has no argmax there
     s = scores[label]
     others = [v for j, v in enumerate(scores) if j != label]
-    if all(s - v > 0 for v in others):
+    if all(_above(s, v, True) for v in others):
         return "pass"
-    if any(v - s >= 0 for v in others):
+    if any(_above(v, s, False) for v in others):
         return "fail"
     return "unknown"
 
@@ -198,6 +227,8 @@ class Verdict(tuple):
 
 
 def _margin(scores, label) -> str:
+    if any(isinstance(v, Special) for v in scores):
+        return "scores " + ", ".join(map(str, scores))[:200]
     s = scores[label]
     worst = None
     for j, v in enumerate(scores):
@@ -216,7 +247,12 @@ def judge(prog: Program, x, label, precisions: Sequence[int] = PRECISIONS, backe
         if K is None:
             K = backends[prec] = ArbBackend(prec)
         K.activate()
-        out = prog.run(K, x)
+        try:
+            out = prog.run(K, x)
+        except Unsure:  # the sign of a factor of an infinity is not decided at this precision
+            if prec == precisions[-1]:
+                return "unknown", prec, ""
+            continue
         if prog.position == "last":
             rows = [out[0, -1, :] if out.ndim == 3 else out[0, :]]
             labels = [label]

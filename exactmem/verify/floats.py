@@ -4,7 +4,8 @@ Every finite binary float is a dyadic rational ``m·2^e``. `exact_array` turns a
 bfloat16, float32 or float64 array into a NumPy object array of `fractions.Fraction`
 holding exactly those values: the sign, exponent and mantissa fields are read from the raw
 bits (integer arithmetic only, no float operation, no decimal detour). NaN and ±inf have no
-rational value and are refused with their position.
+rational value: refused with their position, or, with ``special=True`` (graph constants, where
+``docs/verify-format.md`` gives them a meaning), kept as `exactmem.verify.special.Special`.
 """
 
 from __future__ import annotations
@@ -47,11 +48,13 @@ def decode_bits(bits: int, fmt: str) -> Fraction:
     return Fraction(v << shift) if shift >= 0 else Fraction(v, 1 << -shift)
 
 
-def exact_array(a: np.ndarray, fmt: str = None) -> np.ndarray:
+def exact_array(a: np.ndarray, fmt: str = None, special: bool = False) -> np.ndarray:
     """An object array of Fractions equal to the float array ``a`` entry by entry.
 
     ``fmt`` names the format when ``a`` holds raw bits (a uint16 array of bfloat16 values);
-    otherwise it is taken from ``a.dtype``. Integer arrays become Fractions of their ints."""
+    otherwise it is taken from ``a.dtype``. Integer arrays become Fractions of their ints; ``special``:
+    NaN and ±inf become `Special` values instead of raising `NonFinite`."""
+    from .special import SPECIALS
     a = np.asarray(a)
     if fmt is None:
         if a.dtype.kind in "iub":
@@ -72,6 +75,10 @@ def exact_array(a: np.ndarray, fmt: str = None) -> np.ndarray:
             try:
                 v = cache[b] = decode_bits(b, fmt)
             except NonFinite as e:
+                if special:
+                    v = cache[b] = SPECIALS[{"-inf": -1, "+inf": 1}.get(e.what, 2)]
+                    vals.append(v)
+                    continue
                 raise NonFinite(tuple(int(j) for j in np.unravel_index(i, a.shape)), e.what) from None
         vals.append(v)
     out = np.empty(a.shape, dtype=object)
@@ -79,7 +86,7 @@ def exact_array(a: np.ndarray, fmt: str = None) -> np.ndarray:
     return out
 
 
-def exact_scalar(x: float, fmt: str = "float32") -> Fraction:
+def exact_scalar(x: float, fmt: str = "float32", special: bool = False) -> Fraction:
     """A Python float attribute (ONNX stores float attributes as float32) as its exact rational;
     the value is first rounded to ``fmt`` the way the file stored it (a no-op for a value read back)."""
-    return exact_array(np.array([x], dtype=np.dtype(fmt)))[0]
+    return exact_array(np.array([x], dtype=np.dtype(fmt)), special=special)[0]

@@ -18,6 +18,8 @@ from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 
+from .special import NAN, Special, holds_special
+
 __all__ = ["OPS", "NotExact", "ExactBackend", "slice_array", "reshape_target", "OpError"]
 
 
@@ -279,9 +281,34 @@ def gelu(K, xs, at):
 
 
 def softmax(K, xs, at):
+    """Softmax; with special values, row by row: −∞ positions weigh exactly 0 and the others are the
+    softmax of the rest; a row of only −∞, or holding +∞ or NaN, is NaN (as the kernel)."""
     x = _obj(xs[0])
     axis = _axis(at.get("axis", -1), x.ndim)
-    return [x if x.size == 0 else K.softmax(x, axis)]
+    if x.size == 0 or not holds_special(x):
+        return [x if x.size == 0 else K.softmax(x, axis)]
+    y = np.moveaxis(x, axis, -1).copy()
+    for idx in np.ndindex(*y.shape[:-1]):
+        row = y[idx]
+        codes = [v.code if isinstance(v, Special) else 0 for v in row]
+        if max(codes):
+            row[:] = NAN
+            continue
+        keep = [i for i, c in enumerate(codes) if c == 0]
+        w = K.softmax(row[keep], 0)
+        row[:] = K.num(Fraction(0))
+        row[keep] = w
+    return [np.moveaxis(y, -1, axis)]
+
+
+def isnan(K, xs, at):
+    return [np.vectorize(lambda v: int(isinstance(v, Special) and v.code == 2), otypes=[np.int64])(np.asarray(xs[0]))]
+
+
+def isinf(K, xs, at):
+    want = {-1} if at.get("detect_negative", 1) else set()
+    want |= {1} if at.get("detect_positive", 1) else set()
+    return [np.vectorize(lambda v: int(isinstance(v, Special) and v.code in want), otypes=[np.int64])(np.asarray(xs[0]))]
 
 
 def _mean(K, x, axes, keep=True):
@@ -324,11 +351,15 @@ OPS: Dict[str, Callable] = {
     "Exp": _unary("exp"), "Tanh": _unary("tanh"), "Sigmoid": sigmoid, "Erf": _unary("erf"), "Pow": pow_,
     "Gelu": gelu, "Softmax": softmax, "LayerNormalization": layer_norm, "ReduceMean": reduce_mean,
     "Reshape": reshape, "Transpose": transpose, "Split": split, "Slice": slice_, "Concat": concat,
-    "Unsqueeze": unsqueeze, "Squeeze": squeeze, "Where": where, "Identity": identity,
+    "Unsqueeze": unsqueeze, "Squeeze": squeeze, "Where": where, "Identity": identity, "IsNaN": isnan, "IsInf": isinf,
 }
+# the ops that take special values (−∞, +∞, NaN; docs/verify-format.md): any other refuses them
+SPECIAL_OPS = {"Add", "Sub", "Mul", "Div", "Reciprocal", "Neg", "Softmax", "Where", "IsNaN", "IsInf", "Identity", "Gather",
+               "Reshape", "Transpose", "Split", "Slice", "Concat", "Unsqueeze", "Squeeze"}
 
 # the attributes each op may carry in the lowered graph, and how to parse them from JSON
 ATTRS = {"Gather": {"axis": int}, "Gemm": {"alpha": Fraction, "beta": Fraction, "transA": int, "transB": int},
          "Gelu": {"approximate": str}, "Softmax": {"axis": int},
          "LayerNormalization": {"axis": int, "epsilon": Fraction}, "ReduceMean": {"keepdims": int},
-         "Transpose": {"perm": list}, "Split": {"axis": int}, "Concat": {"axis": int}}
+         "Transpose": {"perm": list}, "Split": {"axis": int}, "Concat": {"axis": int},
+         "IsInf": {"detect_negative": int, "detect_positive": int}}

@@ -22,9 +22,10 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..errors import missing_extra
-from .floats import NonFinite, exact_array
+from .floats import exact_array
 from .kernels import ATTRS, OPS, ExactBackend, NotExact, OpError
 from .ops import LOWER, Const, Dyn, LowerError
+from .special import Special
 
 __all__ = ["VerifyInputError", "load_onnx", "lower", "Lowered", "rational_str"]
 
@@ -134,6 +135,7 @@ class Lowering:
         self.constants: Dict[str, Dict[str, Any]] = {}
         self.nodes: List[Dict[str, Any]] = []
         self.used = set()
+        self.bools = set()  # names of emitted IsNaN outputs (0/1 ints a Where may test)
         self._const_names: Dict[int, str] = {}
         self._keep: List[Const] = []
         self.node = None
@@ -153,12 +155,8 @@ class Lowering:
 
         arr = numpy_helper.to_array(proto)
         if proto.data_type in (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16):
-            try:
-                fmt = "bfloat16" if proto.data_type == TensorProto.BFLOAT16 else None
-                return Const(exact_array(arr.view(np.uint16) if fmt else arr, fmt), "rat")
-            except NonFinite as e:
-                raise VerifyInputError(f"tensor {proto.name or '(constant)'} holds {e.what} at index {list(e.index)}: "
-                                       "no rational value") from None
+            fmt = "bfloat16" if proto.data_type == TensorProto.BFLOAT16 else None  # ±inf, NaN: Special values
+            return Const(exact_array(arr.view(np.uint16) if fmt else arr, fmt, special=True), "rat")
         if arr.dtype.kind in "iub":
             return Const(arr.astype(np.int64), "int")
         raise VerifyInputError(f"tensor {proto.name!r} has element type {arr.dtype} (numbers only)")
@@ -180,7 +178,7 @@ class Lowering:
         if c.kind == "int":
             body = {"shape": list(c.shape), "ints": [int(v) for v in flat]}
         else:
-            body = {"shape": list(c.shape), "values": [rational_str(v) for v in flat]}
+            body = {"shape": list(c.shape), "values": [repr(v) if isinstance(v, Special) else rational_str(v) for v in flat]}
         self.constants[name] = body
         self._const_names[key] = name
         self._keep.append(c)  # keep id() stable
@@ -195,7 +193,7 @@ class Lowering:
         if all(v is None or isinstance(v, Const) for v in ins):
             try:
                 outs = OPS[name](_Exact(), [None if v is None else v.value for v in ins], attrs)
-                kind = "rat" if name in ARITH else _kind(name, ins)
+                kind = "rat" if name in ARITH else "int" if name in ("IsNaN", "IsInf") else _kind(name, ins)
                 return [Const(np.asarray(o) if kind == "int" else _as_rat(o), kind) for o in outs]
             except NotExact:
                 pass
@@ -213,7 +211,7 @@ class Lowering:
             raise LowerError(f"{name}: {' '.join(str(e).split())}") from None
         node_outs = list(self.node.output)
         outs, names = [], []
-        kind = "rat" if name in ARITH else _kind(name, ins)
+        kind = "rat" if name in ARITH else "int" if name in ("IsNaN", "IsInf") else _kind(name, ins)
         for i, shp in enumerate(shapes):
             nm = self.fresh(node_outs[i] if i < len(node_outs) and node_outs[i] else f"{self.node.name}_out{i}")
             names.append(nm)
@@ -246,7 +244,7 @@ def _kind(name, ins):
 def _as_rat(a):
     a = np.asarray(a)
     out = np.empty(a.shape, dtype=object)
-    out.reshape(-1)[:] = [v if isinstance(v, Fraction) else Fraction(int(v)) if not isinstance(v, (bool, np.bool_))
+    out.reshape(-1)[:] = [v if isinstance(v, (Fraction, Special)) else Fraction(int(v)) if not isinstance(v, (bool, np.bool_))
                           else Fraction(int(v)) for v in a.reshape(-1)]
     return out
 

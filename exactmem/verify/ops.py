@@ -20,6 +20,7 @@ import numpy as np
 
 from .floats import exact_scalar
 from .kernels import OpError, slice_array
+from .special import Special
 
 __all__ = ["Const", "Dyn", "LOWER", "LowerError"]
 
@@ -199,10 +200,20 @@ def lower_squeeze(cx, node, ins, at):
 
 
 def lower_where(cx, node, ins, at):
+    if isinstance(ins[0], Dyn) and ins[0].name in cx.bools:  # IsNaN's output: 0/1 ints
+        return cx.op("Where", ins, {}, 1)
     if not isinstance(ins[0], Const):
-        raise LowerError("Where with a condition computed from the input")
+        raise LowerError("Where with a condition computed from the input (other than IsNaN's)")
     cond = Const(np.asarray(ins[0].value).astype(bool).astype(np.int64), "int", ins[0].name)
     return cx.op("Where", [cond] + ins[1:], {}, 1)
+
+
+def lower_isnan(cx, node, ins, at):
+    """IsNaN, IsInf: 0/1 ints that a Where may test."""
+    a = {k: int(at.get(k, 1)) for k in ("detect_negative", "detect_positive")} if node.op_type == "IsInf" else {}
+    outs = cx.op(node.op_type, ins, a, 1)
+    cx.bools.update(v.name for v in outs if isinstance(v, Dyn))
+    return outs
 
 
 def lower_pow(cx, node, ins, at):
@@ -238,7 +249,7 @@ def lower_constant(cx, node, ins, at):
         if k in at:
             v = at[k]
             arr = np.empty(np.shape(v), dtype=object)
-            arr.reshape(-1)[:] = [exact_scalar(x) for x in np.reshape(v, -1)]
+            arr.reshape(-1)[:] = [exact_scalar(x, special=True) for x in np.reshape(v, -1)]
             return [Const(arr, "rat")]
     raise LowerError("Constant without a numeric value")
 
@@ -384,7 +395,7 @@ LOWER = {
     "Pow": lower_pow, "Gelu": lower_gelu, "Softmax": lower_softmax, "LayerNormalization": lower_layer_norm,
     "ReduceMean": lower_reduce_mean, "Reshape": lower_reshape, "Transpose": lower_transpose, "Split": lower_split,
     "Slice": lower_slice, "Concat": lower_concat, "Unsqueeze": lower_unsqueeze, "Squeeze": lower_squeeze,
-    "Where": lower_where, "Identity": lower_identity,
+    "Where": lower_where, "Identity": lower_identity, "IsNaN": lower_isnan, "IsInf": lower_isnan,
     # identities of the real-number network
     "Dropout": lower_dropout, "Cast": _cast, "CastLike": lambda cx, n, ins, at: _cast(cx, n, ins[:1], {"to": cx.elem_type(n.input[1])}),
     "Expand": _expand,
@@ -397,15 +408,28 @@ LOWER = {
     "Not": _fold(lambda v, at, ins: np.logical_not(np.asarray(v[0]).astype(bool)), "int"),
     "And": _fold(lambda v, at, ins: np.logical_and(np.asarray(v[0]).astype(bool), np.asarray(v[1]).astype(bool)), "int"),
     "Or": _fold(lambda v, at, ins: np.logical_or(np.asarray(v[0]).astype(bool), np.asarray(v[1]).astype(bool)), "int"),
+    "Mod": _fold(lambda v, at, ins: _mod(v, at)),
     "Abs": _fold(lambda v, at, ins: np.vectorize(abs, otypes=[object])(v[0])),
     "Min": _fold(lambda v, at, ins: _reduce_pairs(v, min)), "Max": _fold(lambda v, at, ins: _reduce_pairs(v, max)),
 }
 
 
+def _mod(vals, at):
+    """ONNX Mod: the sign of the divisor (Python's %), or of the dividend with ``fmod=1`` (C's fmod)."""
+    def one(x, y):
+        if y == 0:
+            raise LowerError("Mod by zero")
+        r = x % y
+        return r - y if at.get("fmod", 0) and r and (r < 0) != (x < 0) else r
+    return np.vectorize(one, otypes=[object])(*vals)
+
+
 def _reduce_pairs(vals, f):
+    """Max/Min of constants, element-wise; NaN wins (ONNX), ±inf by the extended-real order."""
+    nan = lambda v: isinstance(v, Special) and v.code == 2  # noqa: E731
     out = vals[0]
     for v in vals[1:]:
-        out = np.vectorize(lambda x, y: f(x, y), otypes=[object])(out, v)
+        out = np.vectorize(lambda x, y: x if nan(x) else y if nan(y) else f(x, y), otypes=[object])(out, v)
     return out
 
 
