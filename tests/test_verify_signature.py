@@ -192,3 +192,17 @@ def test_sweep_rounds_the_trained_weights_of_a_module_and_keeps_its_buffers_exac
     assert set(kept.values()) == {"buffer"} and sum(sizes[k] for k in kept) == 5 * 4 + 4  # pe[:5], frozen
     auto, _ = weight_initializers(mp)
     assert sum(sizes[w] for w in auto) > trainable  # the file alone would round the table too
+
+
+def test_inspect_prints_a_graph_model(lookup, tmp_path):
+    """`exactmem inspect CERT` on a verify certificate: its input, readout, operators and the sizes the
+    kernel measures (it used to stop at "cannot read a model …: 'layers'")."""
+    table, X = lookup
+    y = np.argmax(table[X[:, -1]], axis=1)
+    res = verify(table_model(table), X, y, out=str(tmp_path), name="lookup")
+    r = subprocess.run([sys.executable, "-m", "exactmem", "inspect", res.certificate], capture_output=True, text=True,
+                       cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("graph model") and "vocabulary 7" in lines[0] and "readout last" in lines[0]
+    assert "Gather 1" in lines[1] and f"n_params {V * C}" in lines[3], r.stdout

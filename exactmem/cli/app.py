@@ -195,6 +195,16 @@ def _cmd_inspect(args) -> int:
         if args.debug:
             raise
         return report_error(f"malformed certificate: {e}" if isinstance(e, MalformedCertificate) else e)
+    if isinstance(doc.get("model"), dict) and "graph" in doc["model"]:  # a trained network (exactmem verify)
+        from ..inspector.graph_text import graph_summary
+
+        try:
+            print(graph_summary(doc))
+        except MalformedCertificate as e:
+            if args.debug:
+                raise
+            return report_error(f"malformed certificate: {e}")
+        return EXIT_OK
     try:
         model = model_from_json(doc["model"])
     except (MalformedCertificate, KeyError, ValueError, TypeError) as e:
