@@ -40,8 +40,9 @@ def step_verdicts(doc: dict, limits) -> Tuple[List[Tuple[str, str, str]], str]:
     """(status, detail, precision) per step in file order, status one of holds | false | undefined |
     undecided | not decided; and a note (empty, or the limit that stopped the evaluation)."""
     from ..kernel.enclosure import Undecided
-    from ..kernel.limits import Budget, LimitExceeded
-    from ..kernel.lowerbound import EXTRA, START_PRECISION, DomainError, decide, evaluate, parse_lower_bound
+    from ..kernel.expression import definitions
+    from ..kernel.limits import START_PRECISION, Budget, LimitExceeded
+    from ..kernel.lowerbound import EXTRA, DomainError, decide, evaluate, parse_lower_bound
     from ..kernel.text import fmt
 
     budget = Budget(limits)
@@ -50,12 +51,7 @@ def step_verdicts(doc: dict, limits) -> Tuple[List[Tuple[str, str, str]], str]:
     pending, p, note = list(range(len(cert["steps"]))), START_PRECISION, ""
     try:
         while pending:
-            env: Dict[str, Any] = {}
-            for name, e in cert["defs"]:
-                try:
-                    env[name] = evaluate(e, env, p, budget, EXTRA)
-                except (Undecided, DomainError) as x:
-                    env[name] = type(x)(f"in definition {name!r}: {x}")
+            env = definitions(cert["defs"], {}, p, budget, EXTRA)
             left = []
             for i in pending:
                 s, lhs, rel, rhs = cert["steps"][i]

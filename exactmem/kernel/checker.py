@@ -17,13 +17,12 @@ from .fields import unexpected  # noqa: F401 (re-exported: the command's one-lin
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES, DataFacts
 from .formulas import check_formulas
 from .graph import NAMES, run_graph
-from .limits import DEFAULT_MAX_PRECISION, Budget, LimitExceeded, Limits
+from .limits import DEFAULT_MAX_PRECISION, START_PRECISION, Budget, LimitExceeded, Limits
 from .schema import (OPS, MalformedCertificate, ParsedCertificate, canonical_hash,  # noqa: F401 (re-exported)
                      decode_certificate, integer, load_certificate, parse_certificate, parse_chunk)
 from .text import SHORT, fmt
 from .verdict import Verdict  # noqa: F401 (re-exported: the kernel's public answer)
 
-START_PRECISION = 64
 LOWER_BOUND_FORMAT = "exactmem-lower-bound"  # checked by lowerbound.check_lower_bound
 SOFTMAX2_MAX_SPREAD = Limits().max_value_bits  # default largest softmax2 score spread max s − min s evaluated
 

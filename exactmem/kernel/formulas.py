@@ -16,10 +16,10 @@ from typing import Optional
 from .enclosure import Undecided
 from .expression import NAME, DomainError, Parser, decide, definitions, evaluate, point, render
 from .fields import _str, bad
+from .limits import START_PRECISION
 from .text import fmt
 from .verdict import Verdict
 
-START_PRECISION = 64
 
 
 def parse_formulas(definitions, claims: list, budget) -> dict:

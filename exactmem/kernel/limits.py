@@ -15,6 +15,7 @@ from typing import Optional
 from .text import fmt
 
 DEFAULT_MAX_PRECISION = 4096  # interval bits granted when the verifier names none (the writer's default ask)
+START_PRECISION = 64  # the first rung of every precision ladder (examples, lower-bound steps, claim formulas)
 # Highest values a verifier may set: they keep one step of a check (a parsed number, a gcd or
 # division of intermediate values, a Taylor term of exp) well under a second.
 CEILING = {"max_digits": 10 ** 6, "max_precision": 1 << 16, "max_value_bits": 1 << 20}

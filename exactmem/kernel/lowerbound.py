@@ -22,7 +22,7 @@ from .enclosure import Interval, Undecided, exp_bound
 from .logarithm import e_interval
 from .expression import (ARITY as CORE, RELATIONS, DomainError, Parser, add, decide, definitions, evaluate,
                          exact_int, fit, log2, mul, point, render)
-from .limits import DEFAULT_MAX_PRECISION, LimitExceeded
+from .limits import DEFAULT_MAX_PRECISION, START_PRECISION, LimitExceeded
 from .fields import MalformedCertificate, _list, _obj, _str, bad, integer, jtype
 from .schema import canonical_hash
 from .text import fmt, short
@@ -119,7 +119,6 @@ def em_sum(al: Fraction, be: Fraction, ga: Fraction, de: Fraction, a: int, b: in
 
 
 FORMAT, VERSION = "exactmem-lower-bound", 2  # 2: statement and conclusion are formal (version 1's were words)
-START_PRECISION = 64
 ARITY = {**CORE, "e": (0, 0), "exp": (1, 1), "binom": (2, 2), "em_sum": (6, 6)}
 
 

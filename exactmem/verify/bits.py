@@ -45,7 +45,7 @@ import numpy as np
 
 from ..arith.numbers import least_true, round_to_bits
 from .data import Examples, given_examples
-from .floats import FORMATS, NonFinite, decode_bits
+from .floats import FORMATS, ONNX_FLOATS, NonFinite, decode_bits
 from .onnx_import import VerifyInputError, load_onnx
 
 __all__ = ["sweep_bits", "BitsResult", "BitsPoint", "round_model", "weight_initializers", "module_weights", "structural",
@@ -54,7 +54,7 @@ __all__ = ["sweep_bits", "BitsResult", "BitsPoint", "round_model", "weight_initi
 DEFAULT_BITS = (2, 4, 6, 8, 10, 12, 16, 24)
 # significand widths of the named formats (with the hidden bit): marked in tables and plots
 FORMAT_MARKS = {8: "bfloat16", 11: "float16", 24: "float32", 53: "float64"}
-_ONNX_FLOATS = {1: "float32", 10: "float16", 11: "float64", 16: "bfloat16"}  # TensorProto data types
+_ONNX_FLOATS = ONNX_FLOATS
 
 
 # ----------------------------------------------------------------------------- rounding the weights
@@ -127,25 +127,31 @@ def _raw(tensor) -> Tuple[np.ndarray, str]:
     return np.ascontiguousarray(arr).view(FORMATS[fmt][3]), fmt
 
 
+def kept_reason(tensor) -> Optional[str]:
+    """Why float initializer ``tensor`` is kept exact as structure (`structural`: "scalar",
+    "mask"; an entry -inf, inf or NaN: "mask", docs/verify-format.md § Special values), or None:
+    it is a weight."""
+    raw, fmt = _raw(tensor)
+    flat = raw.reshape(-1)
+    try:
+        vals = [decode_bits(v, fmt) for v in np.unique(flat).tolist()] if flat.size > 1 else \
+            [decode_bits(int(v), fmt) for v in flat.tolist()]
+        return "scalar" if flat.size <= 1 else structural(vals)
+    except NonFinite:
+        return "mask"
+
+
 def weight_initializers(model) -> Tuple[List[str], Dict[str, str]]:
     """The names of the float initializers that are weights, and the others with the reason
-    they are kept exact (`structural`)."""
+    they are kept exact (`kept_reason`)."""
     weights, kept = [], {}
     for t in model.graph.initializer:
-        if t.data_type not in _ONNX_FLOATS:
-            continue
-        raw, fmt = _raw(t)
-        flat = raw.reshape(-1)
-        try:
-            vals = [decode_bits(v, fmt) for v in np.unique(flat).tolist()] if flat.size > 1 else \
-                [decode_bits(int(v), fmt) for v in flat.tolist()]
-            why = "scalar" if flat.size <= 1 else structural(vals)
-        except NonFinite:  # -inf, inf or NaN entries: a mask (docs/verify-format.md § Special values)
-            why = "mask"
-        if why is None:
-            weights.append(t.name)
-        else:
-            kept[t.name] = why
+        if t.data_type in _ONNX_FLOATS:
+            why = kept_reason(t)
+            if why is None:
+                weights.append(t.name)
+            else:
+                kept[t.name] = why
     return weights, kept
 
 
@@ -162,8 +168,7 @@ def module_weights(module, model) -> Tuple[List[str], Dict[str, str]]:
     trained = {np.sort(bits_of(q)).tobytes() for q in module.parameters() if q.requires_grad}
     fixed = [bits_of(q) for q in module.parameters() if not q.requires_grad] + [bits_of(q) for q in module.buffers()]
     fixed_values = np.unique(np.concatenate(fixed)) if fixed else np.zeros(0, dtype=np.uint32)
-    auto, kept = weight_initializers(model)
-    weights, out_kept = [], {}
+    weights, kept = [], {}
     for t in model.graph.initializer:
         if t.data_type not in _ONNX_FLOATS:
             continue
@@ -171,12 +176,12 @@ def module_weights(module, model) -> Tuple[List[str], Dict[str, str]]:
         if np.sort(raw).tobytes() in trained:
             weights.append(t.name)
         elif raw.size and fixed_values.dtype == raw.dtype and np.isin(raw, fixed_values).all():
-            out_kept[t.name] = "buffer"
-        elif t.name in kept:
-            out_kept[t.name] = kept[t.name]
+            kept[t.name] = "buffer"
+        elif (why := kept_reason(t)) is not None:
+            kept[t.name] = why
         else:
             weights.append(t.name)
-    return weights, out_kept
+    return weights, kept
 
 
 def round_model(model, b: int, names: Optional[Iterable[str]] = None):

@@ -18,6 +18,7 @@ import numpy as np
 __all__ = ["FORMATS", "NonFinite", "decode_bits", "exact_array", "exact_scalar"]
 
 # name -> (total bits, exponent bits, mantissa bits, unsigned integer view)
+ONNX_FLOATS = {1: "float32", 10: "float16", 11: "float64", 16: "bfloat16"}  # onnx TensorProto float data types
 FORMATS = {"float16": (16, 5, 10, np.uint16), "bfloat16": (16, 8, 7, np.uint16),
            "float32": (32, 8, 23, np.uint32), "float64": (64, 11, 52, np.uint64)}
 

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..errors import missing_extra
-from .floats import exact_array
+from .floats import ONNX_FLOATS, exact_array
 from .kernels import ATTRS, OPS, ExactBackend, NotExact, OpError
 from .ops import LOWER, Const, Dyn, LowerError
 from .special import Special
@@ -154,7 +154,7 @@ class Lowering:
         from onnx import numpy_helper, TensorProto
 
         arr = numpy_helper.to_array(proto)
-        if proto.data_type in (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16):
+        if proto.data_type in ONNX_FLOATS:
             fmt = "bfloat16" if proto.data_type == TensorProto.BFLOAT16 else None  # ±inf, NaN: Special values
             return Const(exact_array(arr.view(np.uint16) if fmt else arr, fmt, special=True), "rat")
         if arr.dtype.kind in "iub":

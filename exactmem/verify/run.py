@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 import os
 import sys
 import time
@@ -21,6 +22,7 @@ import numpy as np
 from ..errors import missing_extra
 from .data import Examples, given_examples
 from .evaluate import PRECISIONS, Program, judge
+from .floats import ONNX_FLOATS
 from .onnx_import import VerifyInputError, load_onnx, lower
 
 __all__ = ["verify", "VerifyResult", "export_torch", "VerifyInputError"]
@@ -102,17 +104,7 @@ def export_torch(module, example: np.ndarray, quiet: bool = True, forward=None, 
 def float_initializer_entries(mp) -> int:
     """Entries of the float initializers of ONNX model ``mp``: its trained weights as far as the file
     says (an exporter stores parameters there; a module's buffers may be there too)."""
-    from onnx import TensorProto
-
-    floats = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
-    total = 0
-    for t in mp.graph.initializer:
-        if t.data_type in floats:
-            n = 1
-            for d in t.dims:
-                n *= d
-            total += n
-    return total
+    return sum(math.prod(t.dims) for t in mp.graph.initializer if t.data_type in ONNX_FLOATS)
 
 
 def pick_output(out, output=None):
