@@ -8,8 +8,8 @@ the enclosure the kernel computes may be looser, never wrong); when every input 
 
 The identities used:
 
-* **Index maps** (GatherND, GatherElements, ScatterND, ScatterElements, Conv's im2col, Expand of
-  integers): the output is one ``Gather`` from the flattened input — concatenated with the updates
+* **Index maps** (GatherND, GatherElements, ScatterND, ScatterElements, Conv's im2col, Einsum's
+  diagonals): the output is one ``Gather`` from the flattened input — concatenated with the updates
   for a scatter, with one 0 for the padding of a convolution — at a constant index map computed
   here with integer arithmetic. Moving elements computes nothing, so it is exact.
 * **Computed indices** (GatherND, GatherElements whose indices depend on the input): a row of the
@@ -23,6 +23,7 @@ The identities used:
   ``LeakyRelu(x) = Relu(x) − α·Relu(−x)`` (PRelu with the slope tensor), ``HardSigmoid(x) =
   Relu(y) − Relu(y − 1)`` with ``y = αx + β``, ``HardSwish(x) = x·HardSigmoid(x)`` (α = 1/6, β = 1/2),
   ``Elu(x) = Relu(x) + α(exp(−Relu(−x)) − 1)`` (Selu and Celu alike).
+* **Expand of integers computed from the input** (token ids): Reshape, then Concat of copies.
 * **Convolutions**: im2col as one ``Gather`` (pad positions read the appended 0), then ``MatMul``
   with the kernel reshaped per group, then the bias; ConvTranspose the same with the index map of
   the transposed convolution.
@@ -724,14 +725,20 @@ def lower_global_average_pool(cx, node, ins, at):
 
 
 def _expand_with(base):
-    """Expand: integers computed from the input broadcast by a Gather (no arithmetic); the rest as before."""
+    """Expand: integers computed from the input (token ids) broadcast by Reshape and Concat of copies —
+    shape ops, so the importer still sees them as token ids; the rest as before (``ops._expand``)."""
 
     def lower(cx, node, ins, at):
         x = ins[0]
         if isinstance(x, Dyn) and x.kind == "int" and isinstance(ins[1], Const):
             target = np.broadcast_shapes(tuple(x.shape), tuple(int(v) for v in ins[1].value.reshape(-1)))
-            grid = np.arange(_size(x.shape), dtype=np.int64).reshape(x.shape)
-            return [_take(cx, x, np.broadcast_to(grid, target))]
+            if 0 in target:
+                raise LowerError(f"Expand of integers to the empty shape {list(target)}")
+            x = _reshape(cx, x, [1] * (len(target) - len(x.shape)) + list(x.shape))
+            for a, t in enumerate(target):
+                if x.shape[a] != t:
+                    x = _op(cx, "Concat", [x] * t, axis=a)
+            return [x]
         return base(cx, node, ins, at)
     return lower
 
