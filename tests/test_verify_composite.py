@@ -137,7 +137,7 @@ def rng_vals(rng, shape, lo=-8, hi=9):
 def conv_ref(x, w, b, strides, pads, dil, group):
     """Exact N-d convolution by its definition (x [C, *sp], w [M, C/g, *k]) -> [M, *out]."""
     x, w = Qa(x), Qa(w)
-    C, sp = x.shape[0], x.shape[1:]
+    sp = x.shape[1:]
     M, cg, ks = w.shape[0], w.shape[1], w.shape[2:]
     r = len(sp)
     outs = [(sp[d] + pads[d] + pads[r + d] - ((ks[d] - 1) * dil[d] + 1)) // strides[d] + 1 for d in range(r)]

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import string
 from fractions import Fraction
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Sequence
 
 import numpy as np
 
