@@ -116,12 +116,10 @@ def conclude(cert: ParsedCertificate, v: Verdict, facts: DataFacts, budget: Budg
     rows = f" ({facts.rows} rows; {facts.repeats} repeated {_plural(facts.repeats, 'row')} counted once)" \
         if facts.repeats else ""
     n, tail = m["n_examples"], v.message.rsplit(" (", 1)[-1]  # the precision note, after any formula text
-    if cert.graph is not None:
-        v.message = (f"every claimed verdict holds: {m['n_pass']} of {n} distinct examples pass, {m['n_fail']} fail, "
-                     f"{n - m['n_pass'] - m['n_fail']} not claimed{rows}; {_claims_hold(cert)} ({tail}")
-        return v
-    v.message = (f"all {n} distinct {_plural(n, 'example')} pass{'es' if n == 1 else ''}{rows} and "
-                 f"{_claims_hold(cert)} ({tail}")
+    v.message = (f"every claimed verdict holds: {m['n_pass']} of {n} distinct examples pass, {m['n_fail']} fail, "
+                 f"{n - m['n_pass'] - m['n_fail']} not claimed{rows}; " if cert.graph is not None else
+                 f"all {n} distinct {_plural(n, 'example')} pass{'es' if n == 1 else ''}{rows} and ") + \
+        f"{_claims_hold(cert)} ({tail}"
     return v
 
 
