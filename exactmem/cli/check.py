@@ -64,8 +64,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="pure (default): the kernel, one example at a time, int/Fraction only; fast: the optional "
                          "batched exact NumPy path (exactmem/certificate/fastcheck.py; graph models: float64 "
                          "enclosures with proven rounding, exactmem/fastgraph/, the kernel deciding), same verdicts; "
-                         "auto: fast when it applies (graph models; token-wise layers and hardmax/uniform attention "
-                         "with at least 1,000 examples; NumPy installed), else pure; a line on stderr says which ran")
+                         "auto: fast when it applies (token-wise layers and hardmax/uniform attention with at least "
+                         "1,000 examples; NumPy installed), else pure; a line on stderr says which ran")
     ap.add_argument("--max-precision", default=None, metavar="BITS",
                     help=f"most interval bits granted after a softmax layer (default {d.max_precision or 4096}; "
                          "the certificate's check.max_precision may lower it)")
@@ -113,12 +113,9 @@ def auto_engine(doc) -> tuple:
     else ``pure``. The choice never changes a verdict: both engines give the kernel's."""
     model = doc.get("model") if isinstance(doc, dict) else None
     layers = model.get("layers") if isinstance(model, dict) else None
-    if isinstance(model, dict) and isinstance(model.get("graph"), dict):
-        try:
-            from ..fastgraph import check  # noqa: F401  (NumPy)
-        except ImportError:
-            return "pure", "NumPy is not installed (pip install numpy)"
-        return "fast", "a graph model: float64 enclosures, the kernel's ladder for what they leave undecided"
+    if isinstance(model, dict) and isinstance(model.get("graph"), dict):  # opt-in until it is shown faster
+        return "pure", ("a graph model: the float64 engine (--engine fast) leaves LayerNorm-deep networks undecided "
+                        "(docs/certificate.md), so auto keeps the kernel")
     if not isinstance(layers, list):
         return "pure", "not a layer model"
     kinds = sorted({str(l.get("kind")) for l in layers if isinstance(l, dict) and l.get("type") == "attention"}
