@@ -206,3 +206,103 @@ def test_inspect_prints_a_graph_model(lookup, tmp_path):
     lines = r.stdout.splitlines()
     assert lines[0].startswith("graph model") and "vocabulary 7" in lines[0] and "readout last" in lines[0]
     assert "Gather 1" in lines[1] and f"n_params {V * C}" in lines[3], r.stdout
+
+
+def masked_sum_model(E, W, n_):
+    """(ids [1, n], mask [1, n] int32) -> scores [1, C] = (Σ_t mask_t · E[ids_t]) W: the mask decides
+    which tokens count, so an example's verdict depends on it."""
+    from onnx import TensorProto as TP
+
+    nodes = [helper.make_node("Gather", ["E", "ids"], ["e"]),
+             helper.make_node("Cast", ["mask"], ["mf"], to=TP.FLOAT),
+             helper.make_node("Unsqueeze", ["mf", "m1"], ["mu"]),
+             helper.make_node("Mul", ["e", "mu"], ["em"]),
+             helper.make_node("ReduceSum", ["em", "ax1"], ["s"], keepdims=0),
+             helper.make_node("MatMul", ["s", "W"], ["y"])]
+    g = helper.make_graph(nodes, "masked", [helper.make_tensor_value_info("ids", TP.INT64, [1, n_]),
+                                            helper.make_tensor_value_info("mask", TP.INT32, [1, n_])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, [1, W.shape[1]])],
+                          [numpy_helper.from_array(E.astype(np.float32), "E"),
+                           numpy_helper.from_array(W.astype(np.float32), "W"),
+                           numpy_helper.from_array(np.array([-1], np.int64), "m1"),
+                           numpy_helper.from_array(np.array([1], np.int64), "ax1")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+
+
+def test_several_per_example_inputs_a_mask_entry_decides_a_verdict(tmp_path):
+    """Token ids and a per-example mask, given as a dict (library) or as named arrays of the .npz
+    (command line): certified counts equal onnxruntime's; flipping one mask entry in the certificate
+    flips that example's verdict, and the kernel refutes the edited certificate."""
+    import onnxruntime as ort
+
+    from exactmem.kernel.checker import check_certificate
+    from exactmem.kernel.schema import canonical_hash
+
+    rng = np.random.default_rng(5)
+    E, W = rng.normal(size=(V, 4)), rng.normal(size=(4, C))
+    m = masked_sum_model(E, W, n)
+    codes = rng.choice(V ** n, 16, replace=False)  # distinct ids; every mask keeps its first token (no all-zero row)
+    X, M = np.stack([(codes // V ** j) % V for j in range(n)], axis=1), (rng.random((16, n)) > 0.3).astype(np.int32)
+    M[:, 0] = 1
+    sess = ort.InferenceSession(m.SerializeToString())
+    score = lambda x, k: sess.run(None, {"ids": x[None], "mask": k[None].astype(np.int32)})[0][0]  # noqa: E731
+    Y = np.array([int(np.argmax(score(X[i], M[i]))) for i in range(16)])
+    Y[:4] = (Y[:4] + 1) % C
+    res = verify(m, {"ids": X, "mask": M}, Y, out=str(tmp_path))
+    assert (res.certified, res.refuted, res.float_count) == (12, 4, 12)
+    doc = json.load(open(res.certificate))
+    assert check_certificate(doc).status == "CERTIFIED"
+    # an example whose argmax moves when one mask entry flips: the kernel sees the edit
+    e, t = next((e, t) for e in range(4, 16) for t in range(n)
+                if np.argmax(score(X[e], np.where(np.arange(n) == t, 1 - M[e], M[e]))) != Y[e])
+    doc["dataset"]["inputs"][e][n + t] = 1 - doc["dataset"]["inputs"][e][n + t]
+    doc["hash"] = canonical_hash(doc)
+    v = check_certificate(doc)
+    assert v.status == "REFUTED" and v.witness["example"] == e, v.message
+    np.savez(tmp_path / "d.npz", ids=X, mask=M, labels=Y)
+    import onnx as _onnx
+
+    _onnx.save(m, str(tmp_path / "m.onnx"))
+    r = subprocess.run([sys.executable, "-m", "exactmem", "verify", str(tmp_path / "m.onnx"), "--data",
+                        str(tmp_path / "d.npz"), "--out", str(tmp_path / "cli"), "--json"], capture_output=True,
+                       text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0 and json.loads(r.stdout)["certified"] == 12, r.stderr
+
+
+def test_several_inputs_errors_are_one_line():
+    rng = np.random.default_rng(5)
+    m = masked_sum_model(rng.normal(size=(V, 4)), rng.normal(size=(4, C)), n)
+    X, M, Y = rng.integers(0, V, (4, n)), np.ones((4, n), np.int32), np.zeros(4, np.int64)
+    with pytest.raises(VerifyInputError, match="the model's inputs are ids, mask; the data gives ids, attention"):
+        verify(m, {"ids": X, "attention": M}, Y)
+    with pytest.raises(VerifyInputError, match="integer .or bool. arrays of one shape"):
+        verify(m, {"ids": X, "mask": M.astype(np.float32)}, Y)
+    with pytest.raises(VerifyInputError, match="position all with several inputs"):
+        verify(m, {"ids": X, "mask": M}, np.zeros((4, n), np.int64), position="all")
+
+
+def test_a_module_called_with_named_inputs(tmp_path):
+    """A module whose forward takes (input_ids, attention_mask), given per example as a dict."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxscript")
+
+    class Masked(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.e = torch.nn.Embedding(V, 8)
+            self.h = torch.nn.Linear(8, C)
+
+        def forward(self, input_ids, attention_mask):
+            return self.h((self.e(input_ids) * attention_mask.unsqueeze(-1).float()).sum(1))
+
+    torch.manual_seed(1)
+    rng = np.random.default_rng(1)
+    X, M = rng.integers(0, V, (12, n)), (rng.random((12, n)) > 0.3).astype(np.int64)
+    net = Masked().eval()
+    with torch.no_grad():
+        Y = net(torch.tensor(X), torch.tensor(M)).argmax(-1).numpy()
+    res = verify(net, {"input_ids": X, "attention_mask": M}, Y, out=str(tmp_path))
+    assert res.certified + res.unknown == 12 and res.float_count == 12
+    r = subprocess.run([sys.executable, "-m", "exactmem", "check", res.certificate], capture_output=True, text=True,
+                       cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr

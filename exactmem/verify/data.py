@@ -23,6 +23,7 @@ class Examples:
     exact: Any  # int64 ids, or object array of Fractions (N, n, d), or (N, C, H, W, ...) for tensor inputs
     labels: np.ndarray  # (N,) or (N, n) int64
     position: str  # "last" | "all" | "K" (the index a position-K readout reads, 0 <= K < n)
+    names: Optional[list] = None  # several named inputs (ids, mask, ...): raw holds them side by side (multi.py)
 
     @property
     def N(self) -> int:
@@ -66,6 +67,9 @@ def load_npz(path: str):
     try:
         with np.load(path, allow_pickle=False) as z:
             missing = [k for k in ("inputs", "labels") if k not in z.files]
+            named = [k for k in z.files if k != "labels"]
+            if missing == ["inputs"] and named:  # several inputs, named as the model's graph inputs
+                return {k: z[k] for k in named}, z["labels"]
             if missing:
                 raise VerifyInputError(f"{path}: no array named {' or '.join(missing)} (it has {', '.join(z.files)})")
             return z["inputs"], z["labels"]
@@ -95,7 +99,25 @@ def readout_index(position, n: int) -> Optional[int]:
     return k % n
 
 
+def named_examples(inputs: dict, labels, position="last") -> Examples:
+    """Several per-example inputs (name -> N x n integer array, one shape): token ids side by side
+    (N x k·n), read at the positions of one input (last or K; `multi.merge_inputs`)."""
+    arrays = [np.asarray(v) for v in inputs.values()]
+    if not arrays or any(a.ndim != 2 or a.dtype.kind not in "iub" or a.shape != arrays[0].shape for a in arrays):
+        raise VerifyInputError("several inputs must be integer (or bool) arrays of one shape N x n (token ids, masks): "
+                               + ", ".join(f"{k} {list(np.shape(v))} {np.asarray(v).dtype}" for k, v in inputs.items()))
+    if position == "all":
+        raise VerifyInputError("--position all with several inputs is not supported (read last or a position K)")
+    n = arrays[0].shape[1]
+    k = readout_index(position, n)
+    ex = examples(np.concatenate([a.astype(np.int64) for a in arrays], axis=1), labels, "last")
+    ex.position, ex.names = "last" if k is None else str(k), [str(name) for name in inputs]
+    return ex
+
+
 def examples(inputs, labels, position="last") -> Examples:
+    if isinstance(inputs, dict):
+        return named_examples(inputs, labels, position)
     x = np.asarray(inputs)
     y = np.asarray(labels)
     if x.ndim < 2 or x.ndim > 64 or 0 in x.shape:

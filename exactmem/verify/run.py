@@ -61,7 +61,7 @@ class VerifyResult:
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
 
 
-def export_torch(module, example: np.ndarray, quiet: bool = True, forward=None, output=None):
+def export_torch(module, example: np.ndarray, quiet: bool = True, forward=None, output=None, names=None):
     """A ``torch.nn.Module`` as an ONNX ModelProto (``torch.onnx.export(..., dynamo=True)``, or the
     TorchScript exporter when ``torch.export`` cannot trace the module, e.g. PyTorch's data-dependent
     check of an ``nn.TransformerEncoder`` mask) for inputs shaped like ``example`` ([1, n] ids,
@@ -70,7 +70,10 @@ def export_torch(module, example: np.ndarray, quiet: bool = True, forward=None, 
     ``forward(module, x)`` calls the module when ``module(x)`` is not the call to certify (extra
     arguments held constant: ``lambda m, x: m(x, mask)``); ``output`` picks the scores from what
     it returns: a name (a dict key or an attribute, e.g. ``"logits"``) or an index (of a tuple or
-    list). By default a dict or a ``ModelOutput`` is read at ``logits``, a tuple at its first item."""
+    list). By default a dict or a ``ModelOutput`` is read at ``logits``, a tuple at its first item.
+    ``names``: several inputs side by side in ``example`` (`exactmem.verify.multi`): the module is
+    called with them as keywords (``module(input_ids=..., attention_mask=...)``, or
+    ``forward(module, **inputs)``)."""
     try:
         import torch
     except ImportError:
@@ -82,8 +85,14 @@ def export_torch(module, example: np.ndarray, quiet: bool = True, forward=None, 
             self.inner = inner
 
         def forward(self, x):
-            out = self.inner(x) if forward is None else forward(self.inner, x)
-            return pick_output(out, output)
+            return pick_output(call(self.inner, x), output)
+
+    def call(m, x):
+        if names:  # consecutive slices of x, one per named input
+            w = x.shape[1] // len(names)
+            kw = {k: x[:, j * w:(j + 1) * w] for j, k in enumerate(names)}
+            return m(**kw) if forward is None else forward(m, **kw)
+        return m(x) if forward is None else forward(m, x)
 
     was_training = module.training
     module.eval()
@@ -93,7 +102,7 @@ def export_torch(module, example: np.ndarray, quiet: bool = True, forward=None, 
     sink = io.StringIO() if quiet else sys.stderr
     try:
         with torch.no_grad(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), no_fastpath(torch):
-            pick_output(module(x) if forward is None else forward(module, x), output)  # a wrong name: said first
+            pick_output(call(module, x), output)  # a wrong name: said first
             try:
                 return torch.onnx.export(_Logits(module).eval(), (x,), dynamo=True, verbose=False).model_proto
             except Exception as e:  # torch.export cannot trace it (e.g. a data-dependent mask check): TorchScript
@@ -226,7 +235,8 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     """Certify, example by example, what ``model`` memorizes (see the module docstring).
 
     ``model``: an ONNX path, a ``ModelProto`` or a ``torch.nn.Module``. ``inputs``: N×n token ids
-    or N×n×d float vectors (taken exactly); ``labels``: N class indices (``position="last"``) or
+    or N×n×d float vectors (taken exactly), N×C×H×W tensors, or a dict of several N×n integer inputs
+    named as the model names them (``{"input_ids": X, "attention_mask": M}``: `multi`); ``labels``: N class indices (``position="last"``) or
     N×n (``"all"``); or ``data=`` a ``.npz`` with both. ``position``: ``"last"``, ``"all"`` or an
     index K (negative from the end; the certificate's graph gains a Gather reading index K,
     `readout`). A module is exported with ``forward(module, x)`` and ``output`` (`export_torch`):
@@ -251,7 +261,7 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     ex = given_examples(inputs, labels, data, position)
     sizes = None
     if hasattr(model, "state_dict") and hasattr(model, "forward"):
-        mp = export_torch(model, ex.raw[:1], quiet=quiet, forward=forward, output=output)
+        mp = export_torch(model, ex.raw[:1], quiet=quiet, forward=forward, output=output, names=ex.names)
         name = name or type(model).__name__
         sizes = {"n_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
                  "buffers": sum(b.numel() for b in model.buffers()), "n_params_source": "module parameters"}
@@ -262,6 +272,10 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     mp = load_onnx(mp)
     if sizes is None:  # an ONNX model: the file's float initializers
         sizes = {"n_params": float_initializer_entries(mp)}
+    if ex.names and not (hasattr(model, "state_dict") and hasattr(model, "forward")):  # several ONNX inputs
+        from .multi import merge_inputs
+
+        mp = load_onnx(merge_inputs(mp, ex.names, ex.n // len(ex.names)))
     if ex.position not in ("last", "all"):  # position K: the certificate's graph reads index K
         from .readout import read_position
 
