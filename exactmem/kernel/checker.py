@@ -12,7 +12,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Callable, Iterable, List, Optional, Tuple
 
-from .evaluate import Softmax2Fault, Undecided, exact_prefix, interval_suffix, judge_example  # noqa: F401 (re-exported)
+from .evaluate import Undecided, judge_example, layer_example  # noqa: F401 (re-exported)
 from .fields import unexpected  # noqa: F401 (re-exported: the command's one-line errors)
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES, DataFacts
 from .formulas import check_formulas
@@ -144,20 +144,15 @@ def precision_cap(cert: ParsedCertificate, max_precision: Optional[int], limits:
 
 
 def _example(cert: ParsedCertificate, e: int, cap: int, budget: Budget):
-    """(status, witness, precision used) of example e: exact layers, then intervals from the
-    first softmax layer on (a graph model: intervals throughout; a claim "unknown" is not
-    evaluated), doubling the precision while undecided."""
-    if cert.graph is not None:
-        if cert.outputs[e] == "unknown":
-            return "pass", None, None
-        return _ladder(cap, lambda p: judge_verdict(cert, e, *run_graph(cert.graph, cert.inputs[e], cert.tokens, p,
-                                                                         budget, cert.position)))
-    stop = len(cert.layers) if cert.softmax_at is None else cert.softmax_at
-    cols, D = exact_prefix(cert, cert.inputs[e], stop, budget)
-    if cert.softmax_at is None:
-        keep = cols[-1:] if cert.position == "last" else cols
-        return (*judge_example(cert, e, [[budget.tick() or Fraction(v, D) for v in c] for c in keep]), None)
-    return _ladder(cap, lambda p: judge_example(cert, e, interval_suffix(cert, cols, D, stop, p, budget)))
+    """(status, witness, precision used) of example e: a graph model's in intervals throughout, doubling
+    the precision while undecided (a claim "unknown" is not evaluated); a layer model's by
+    `evaluate.layer_example` (which answers a REFUTED Verdict for a softmax2 score that is not an integer)."""
+    if cert.graph is None:
+        return layer_example(cert, e, cap, budget, _ladder)
+    if cert.outputs[e] == "unknown":
+        return "pass", None, None
+    return _ladder(cap, lambda p: judge_verdict(cert, e, *run_graph(cert.graph, cert.inputs[e], cert.tokens, p, budget,
+                                                                     cert.position)))
 
 
 def _ladder(cap: int, attempt: Callable):
@@ -197,34 +192,24 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
                 return conflict_verdict(cert, earlier, g, cert.labels[e])
         try:
             budget.tick()
-            status, wit, p = _example(cert, e, cap, budget)
-        except Softmax2Fault as f:
-            p, (layer, h, j, k) = f.precision, f.where
-            if f.spread is None:
-                wit = {"example": g, "reason": "softmax2_score", "layer": layer, "head": h, "query": j,
-                       "position": k, "score": fmt(f.score)}
-                return Verdict("REFUTED", wit, f"example {g}: softmax2 score {fmt(f.score)} of key position {k} "
-                                               f"(model.layers[{layer}], head {h}, query {j}) is not an integer",
-                               p, m)
-            status = "undecided"
-            notes.append(f"example {g}: " + str(LimitExceeded(
-                "max_value_bits", f"softmax2 score spread {fmt(f.spread)} at model.layers[{layer}] exceeds "
-                                  f"{budget.limits.max_value_bits}")))
+            r = _example(cert, e, cap, budget)
+            if isinstance(r, Verdict):
+                return r
+            status, wit, p = r
         except LimitExceeded as x:
             if x.limit == "time_limit":
                 return Verdict("UNKNOWN", None, f"{x} after {done} of {len(todo)} examples; no refutation found "
                                                 f"among them", used, m, x.limit)
-            status, p, hit = "undecided", None, hit if notes else x.limit
+            status, p, hit = "undecided", getattr(x, "precision", None), hit if notes else x.limit
             notes.append(f"example {g}: {x}")
         used = p if used is None or (p is not None and p > used) else used
         if status == "pass" and facts is not None:
             facts.confirm(cert.outputs[e])
-        if status == "fail" and wit["reason"] == "verdict":
-            return Verdict("REFUTED", wit, f"example {g}: the claimed verdict {wit['claimed']!r} is contradicted by "
-                                           f"the re-derived scores", used, m)
         if status == "fail":
-            what = "claimed output differs from" if wit["reason"] == "outputs" else "label not met by"
-            return Verdict("REFUTED", wit, f"example {g}: {what} the re-derived output", used, m)
+            what = f"the claimed verdict {wit.get('claimed')!r} is contradicted by the re-derived scores" if wit[
+                "reason"] == "verdict" else ("claimed output differs from" if wit["reason"] == "outputs" else
+                                             "label not met by") + " the re-derived output"
+            return Verdict("REFUTED", wit, f"example {g}: {what}", used, m)
         if status == "undecided":
             undecided.append(g)
     if not undecided:

@@ -16,9 +16,10 @@ from operator import add, mul, sub
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 from .enclosure import ONE, ZERO, Interval, Undecided, exp_bound, round_ratio, rounded  # noqa: F401 (Undecided re-exported)
-from .limits import Budget
+from .limits import Budget, LimitExceeded
 from .linear import Affine, Embed, FeedForward, Lin, over_lcm
 from .text import fmt
+from .verdict import Verdict
 
 
 class Softmax2Fault(Exception):
@@ -288,3 +289,29 @@ def judge_example(cert, e: int, out) -> Tuple[str, Optional[dict]]:
     if claimed is not None and claimed != derived:
         return "fail", {"example": e + cert.first, "expected": fmt(claimed), "got": fmt(derived), "reason": "outputs"}
     return "pass", None
+
+
+def layer_example(cert, e: int, cap: int, budget: Budget, ladder):
+    """(status, witness, precision used) of example e of a layer model: exact layers, then intervals from
+    the first softmax layer on, at the precisions of ``ladder`` (the checker's ``_ladder``). A softmax2
+    score that is not an integer is a REFUTED Verdict; a softmax2 score spread past the value limit
+    raises LimitExceeded (the example is undecided; ``precision``: the bits it was tried at)."""
+    g = e + cert.first
+    try:
+        stop = len(cert.layers) if cert.softmax_at is None else cert.softmax_at
+        cols, D = exact_prefix(cert, cert.inputs[e], stop, budget)
+        if cert.softmax_at is None:
+            keep = cols[-1:] if cert.position == "last" else cols
+            return (*judge_example(cert, e, [[budget.tick() or Fraction(v, D) for v in c] for c in keep]), None)
+        return ladder(cap, lambda p: judge_example(cert, e, interval_suffix(cert, cols, D, stop, p, budget)))
+    except Softmax2Fault as f:
+        (layer, h, j, k), p = f.where, f.precision
+        if f.spread is not None:
+            x = LimitExceeded("max_value_bits", f"softmax2 score spread {fmt(f.spread)} at model.layers[{layer}] exceeds "
+                                                f"{budget.limits.max_value_bits}")
+            x.precision = p
+            raise x from None
+        wit = {"example": g, "reason": "softmax2_score", "layer": layer, "head": h, "query": j, "position": k,
+               "score": fmt(f.score)}
+        return Verdict("REFUTED", wit, f"example {g}: softmax2 score {fmt(f.score)} of key position {k} "
+                                       f"(model.layers[{layer}], head {h}, query {j}) is not an integer", p, cert.measured)

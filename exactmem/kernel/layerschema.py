@@ -1,7 +1,10 @@
-"""Validation of a layer model's layers (kernel; layer models only, ``docs/certificate.md``).
+"""Validation of a layer model (kernel; layer models only, ``docs/certificate.md``).
 
-``read_layer`` checks one layer's fields and shapes with the schema's reader (numbers within the
-digit limit, parameters collected for the size claims) and returns it as `linear` holds it.
+``read_layers`` checks the layers' fields and shapes with the schema's reader (numbers within the
+digit limit, parameters collected for the size claims) and returns them as `linear` holds them, with
+the size quantities; ``layer_answers`` checks one example against the layers (positional rows, keys
+'others') and reads its label and claimed output. ``schema.parse_certificate`` calls them for a model
+with ``layers`` only, so the graph-model base does not carry them.
 """
 
 from __future__ import annotations
@@ -77,3 +80,41 @@ def read_layer(rd, d, path: str, m: int, first: bool, tokens: bool):
     q = _str(d["query"], f"{path}.query", ("all", "last"))
     keys = _str(d["keys"], f"{path}.keys", ("all", "others"))
     return Attention(kind, residual, q, keys, heads), m_out, max(m_out, sH, vH)
+
+
+def read_layers(rd, raw, m: int, tokens: bool, decode: str, eps):
+    """The layers of ``model.layers`` on m-dim (or vocabulary-m) input: (layers, index of the first
+    softmax layer or None, output dim, size quantities, the facts `layer_answers` needs)."""
+    layers, width = [], 0
+    for i, d in enumerate(_list(raw, "model.layers", nonempty=tokens)):
+        layer, m, w = read_layer(rd, d, f"model.layers[{i}]", m, i == 0, tokens)
+        layers.append(layer)
+        width = max(width, w)
+    attention = [i for i, x in enumerate(layers) if isinstance(x, Attention)]
+    softmax_at = next((i for i in attention if layers[i].kind == "softmax"), None)
+    if softmax_at is not None and decode == "identity" and eps is None:
+        bad("check.error_bound", "a model with a softmax layer and identity decode needs an error_bound")
+    relu = sum(1 for x in layers if isinstance(x, FeedForward) or (isinstance(x, Affine) and x.relu))
+    sizes = {"width": width, "relu_depth": relu, "attention_layers": len(attention), "depth": relu + len(attention)}
+    facts = (len(layers[0].P) if tokens and layers and layers[0].P is not None else None,
+             [i for i in attention if layers[i].keys == "others"],
+             next((i for i in attention if layers[i].query == "last"), None), softmax_at, decode)
+    return layers, softmax_at, m, sizes, facts
+
+
+def layer_answers(rd, spec: tuple, e: int, n: int, y, out, where: str, out_where: str):
+    """Example e (length n) of a layer model: its length against the positional rows and the
+    attention layers with keys 'others'; (label, claimed output: None where a softmax model with
+    identity decode claims none)."""
+    vocab, _, position, out_dim, (P_rows, need2, last_at, softmax_at, decode) = spec
+    path = f"{where}inputs[{e}]"
+    if vocab is not None and P_rows is not None and n > P_rows:
+        bad(path, f"sequence of length {n} is longer than the {P_rows} rows of model.layers[0].P")
+    for i in need2:
+        if (n if last_at is None or last_at >= i else 1) < 2:
+            bad(path, f"model.layers[{i}] attends to keys 'others' of a length-1 sequence (no keys left)")
+    n_out, exact = n if last_at is None else 1, softmax_at is None or decode == "argmax"
+    label = rd.answer(y, f"{where}labels[{e}]", position, decode, n_out, out_dim, True)
+    if not exact and out is not None:
+        bad(f"{out_where}outputs[{e}]", "must be null: a softmax model with identity decode claims no exact output")
+    return label, rd.answer(out, f"{out_where}outputs[{e}]", position, decode, n_out, out_dim, False) if exact else None

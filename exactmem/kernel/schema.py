@@ -24,8 +24,7 @@ from .fields import MalformedCertificate, _bool, _list, _obj, _str, bad, integer
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES
 from .graph import parse_graph
 from .limits import Budget, LimitExceeded, Limits
-from .layerschema import read_layer
-from .linear import Affine, Attention, FeedForward
+from .layerschema import layer_answers, read_layers
 from .text import parse_int, short
 
 FORMAT = "exactmem-certificate"
@@ -271,30 +270,20 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     ro = _obj(model["readout"], "model.readout", ("position", "decode"))
     position = _str(ro["position"], "model.readout.position", ("last", "all"))
     decode = _str(ro["decode"], "model.readout.decode", ("identity", "argmax"))
-    layers, width, in_size, graph = [], 0, m, None
-    if "graph" in model:  # evaluated in intervals throughout: softmax_at 0
-        graph, gm = parse_graph(model["graph"], rd)
-        if decode != "argmax":
-            bad("model.readout.decode", "a graph model decodes by 'argmax'")
-        width, attention, softmax_at, m = gm["width"], [], 0, None
-    for i, d in enumerate([] if graph else _list(model["layers"], "model.layers", nonempty=tokens)):
-        layer, m, w = read_layer(rd, d, f"model.layers[{i}]", m, i == 0, tokens)
-        layers.append(layer)
-        width = max(width, w)
-    if graph is None:
-        attention = [i for i, x in enumerate(layers) if isinstance(x, Attention)]
-        softmax_at = next((i for i in attention if layers[i].kind == "softmax"), None)
     chk = doc["check"]
     eps = None if chk["error_bound"] is None else rd.rat(chk["error_bound"], "check.error_bound")
     if eps is not None and eps < 0:
         bad("check.error_bound", "must be >= 0")
     max_precision = integer(chk["max_precision"], "check.max_precision", 1)
-    if softmax_at is not None and decode == "identity" and eps is None:
-        bad("check.error_bound", "a model with a softmax layer and identity decode needs an error_bound")
-    P_rows = len(layers[0].P) if tokens and layers and layers[0].P is not None else None
-    spec = (in_size if tokens else None, None if tokens else in_size, P_rows,
-            [i for i in attention if layers[i].keys == "others"],
-            next((i for i in attention if layers[i].query == "last"), None), softmax_at, position, decode, m, graph is not None)
+    graph, in_size = None, m
+    if "graph" in model:  # evaluated in intervals throughout: softmax_at 0
+        graph, sizes = parse_graph(model["graph"], rd)
+        if decode != "argmax":
+            bad("model.readout.decode", "a graph model decodes by 'argmax'")
+        layers, softmax_at, m, facts = [], 0, None, None
+    else:
+        layers, softmax_at, m, sizes, facts = read_layers(rd, model["layers"], m, tokens, decode, eps)
+    spec = (in_size if tokens else None, None if tokens else in_size, position, m, facts)
     chunks = None
     if doc["version"] == 1:
         ds = _obj(doc["dataset"], "dataset", ("inputs", "labels"))
@@ -338,17 +327,17 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     if graph is not None and formulas:
         bad("claims", "claim names, formulas and definitions are for layer models")
     bits = [abs(x.numerator).bit_length() + x.denominator.bit_length() for x in rd.params]  # bits(p/q)
-    relu = sum(1 for x in layers if isinstance(x, FeedForward) or (isinstance(x, Affine) and x.relu))
-    sizes = gm if graph else {"relu_depth": relu, "attention_layers": len(attention), "depth": relu + len(attention)}
-    measured = {"n_params": len(bits), "n_nonzero": sum(1 for x in rd.params if x), "width": width, **sizes,
+    measured = {"n_params": len(bits), "n_nonzero": sum(1 for x in rd.params if x), **sizes,
                 "max_bits": max(bits, default=0), "total_bits": sum(bits), "input_dim": in_size, "n_rows": n_ex}
     return ParsedCertificate(layers, tokens, position, decode, m, softmax_at, inputs, labels, outputs, claims,
                              eps, max_precision, measured, 0, chunks, spec, graph, formulas)
 
 
 def _examples(rd: _Reader, spec: tuple, ds: dict, outs, where: str, out_where: str, count: Optional[int] = None):
-    """Validate the examples (``ds`` inputs and labels, claimed outputs ``outs``); paths start with ``where``."""
-    vocab, in_dim, P_rows, need2, last_at, softmax_at, position, decode, out_dim, graph = spec
+    """Validate the examples (``ds`` inputs and labels, claimed outputs ``outs``); paths start with ``where``.
+    A graph model's example has a label (per position) and a claimed verdict; a layer model's (``facts``
+    not None) is checked against its layers by `layerschema.layer_answers`."""
+    vocab, in_dim, position, out_dim, facts = spec
     xs = _list(ds["inputs"], f"{where}inputs", count)
     ys, outs = _list(ds["labels"], f"{where}labels", len(xs)), _list(outs, f"{out_where}outputs", len(xs))
     inputs, labels, outputs = [], [], []
@@ -356,24 +345,15 @@ def _examples(rd: _Reader, spec: tuple, ds: dict, outs, where: str, out_where: s
         rd.budget.tick()
         path = f"{where}inputs[{e}]"
         n = len(_list(xs[e], path, nonempty=True))
-        if vocab is not None:
-            inputs.append([integer(t, f"{path}[{s}]", 0, vocab - 1) for s, t in enumerate(xs[e])])
-            if P_rows is not None and n > P_rows:
-                bad(path, f"sequence of length {n} is longer than the {P_rows} rows of model.layers[0].P")
-        else:
-            inputs.append([rd.token(t, in_dim, f"{path}[{s}]") for s, t in enumerate(xs[e])])
-        for i in need2:
-            if (n if last_at is None or last_at >= i else 1) < 2:
-                bad(path, f"model.layers[{i}] attends to keys 'others' of a length-1 sequence (no keys left)")
-        n_out, exact = n if last_at is None else 1, softmax_at is None or decode == "argmax"
-        labels.append(rd.answer(ys[e], f"{where}labels[{e}]", position, decode, n_out, out_dim, True))
-        if graph:
+        inputs.append([integer(t, f"{path}[{s}]", 0, vocab - 1) for s, t in enumerate(xs[e])] if vocab is not None
+                      else [rd.token(t, in_dim, f"{path}[{s}]") for s, t in enumerate(xs[e])])
+        if facts is None:
+            labels.append(rd.answer(ys[e], f"{where}labels[{e}]", position, "argmax", n, None, True))
             outputs.append(_str(outs[e], f"{out_where}outputs[{e}]", VERDICTS))
-            continue
-        if not exact and outs[e] is not None:
-            bad(f"{out_where}outputs[{e}]", "must be null: a softmax model with identity decode claims no exact output")
-        outputs.append(rd.answer(outs[e], f"{out_where}outputs[{e}]", position, decode, n_out, out_dim, False)
-                       if exact else None)
+        else:
+            label, out = layer_answers(rd, spec, e, n, ys[e], outs[e], where, out_where)
+            labels.append(label)
+            outputs.append(out)
     return inputs, labels, outputs
 
 
