@@ -12,6 +12,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Callable, Iterable, List, Optional, Tuple
 
+from .codelength import measure_example
 from .evaluate import Undecided, judge_example, layer_example  # noqa: F401 (re-exported)
 from .fields import unexpected  # noqa: F401 (re-exported: the command's one-line errors)
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES, DataFacts
@@ -86,7 +87,8 @@ def check_claims(cert: ParsedCertificate, data: bool = False, skip=(), budget: O
 
 def new_facts(cert: ParsedCertificate) -> DataFacts:
     """The facts a check of ``cert`` collects (token vectors only if a claim needs them)."""
-    return DataFacts(vectors=any(q in VECTOR_QUANTITIES for _, q, _, _ in cert.claims), verdicts=cert.graph is not None)
+    return DataFacts(vectors=any(q in VECTOR_QUANTITIES for _, q, _, _ in cert.claims), verdicts=cert.graph is not None,
+                     codes=bool(cert.spec and cert.spec[5]))
 
 
 def conflict_verdict(cert: ParsedCertificate, earlier: int, later: int, label=None) -> Verdict:
@@ -149,6 +151,8 @@ def _example(cert: ParsedCertificate, e: int, cap: int, budget: Budget):
     `evaluate.layer_example` (which answers a REFUTED Verdict for a softmax2 score that is not an integer)."""
     if cert.graph is None:
         return layer_example(cert, e, cap, budget, _ladder)
+    if cert.codelengths is not None:  # code-length claims: codelength.py (its own base)
+        return _ladder(cap, lambda p: measure_example(cert, e, p, budget, judge_verdict))
     if cert.outputs[e] == "unknown":
         return "pass", None, None
     return _ladder(cap, lambda p: judge_verdict(cert, e, *run_graph(cert.graph, cert.inputs[e], cert.tokens, p, budget,
@@ -204,9 +208,11 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
             notes.append(f"example {g}: {x}")
         used = p if used is None or (p is not None and p > used) else used
         if status == "pass" and facts is not None:
-            facts.confirm(cert.outputs[e])
+            facts.confirm(cert.outputs[e], cert.codelengths and cert.codelengths[e])
         if status == "fail":
-            what = f"the claimed verdict {wit.get('claimed')!r} is contradicted by the re-derived scores" if wit[
+            what = f"the claimed code length {wit['claimed']} bits is below the re-derived lower bound " \
+                f"{wit['lower_bound']}" if wit["reason"] == "codelength" else \
+                f"the claimed verdict {wit.get('claimed')!r} is contradicted by the re-derived scores" if wit[
                 "reason"] == "verdict" else ("claimed output differs from" if wit["reason"] == "outputs" else
                                              "label not met by") + " the re-derived output"
             return Verdict("REFUTED", wit, f"example {g}: {what}", used, m)

@@ -1,17 +1,11 @@
 """Code-length claims of graph models (kernel; standard library only; ``docs/verify-format.md`` § Code length).
 
-A graph certificate may claim, per example, an upper bound c on the model's code length for its
-labels: Σ over the read positions of −log₂ softmax(s)_y = log₂ Σ_k exp(s_k − s_y), s the scores,
-y the label. From the kernel's score enclosures [lo_k, hi_k] (over 2^s) this is bounded by
-
-    log₂ Σ_k exp(lo_k − hi_y)  <=  −log₂ p(y)  <=  log₂ Σ_k exp(hi_k − lo_y)
-
-since each term is increasing in s_k and decreasing in s_y. Both sums hold their k = y term: the
-upper sum's is exp(hi_y − lo_y) >= 1, so its logarithm is >= 0. exp is `fixedpoint.exp_fx` (outward),
-ln is `logarithm.ln_point` over ln 2 (`logarithm.ln2`): the upper bound divides the upper end of the
-logarithm by the lower end of ln 2 (both >= 0), the lower bound the lower end by the upper end (or is
-0 when the logarithm's lower end is negative: −log₂ p >= 0 always). The claim is confirmed when the
-upper bound is at most c, REFUTED when the lower bound exceeds c, undecided otherwise (more bits).
+A certificate with a ``codelength_bits`` claim has a graph whose output is log₂ of the model's
+probabilities (the producer appends ``(x − ln Σ exp x) / ln 2`` to the network: table ops the graph
+evaluator encloses, and the same argmax as the logits), and claims per example an upper bound c on
+its code length Σ over the read positions of −log₂ p(label). With the output enclosed in [lo, hi]
+over 2^s, that sum lies in [Σ −hi_label, Σ −lo_label] / 2^s: the claim is confirmed when the upper
+end is at most c, REFUTED when the lower end exceeds c, undecided otherwise (more bits).
 """
 
 from __future__ import annotations
@@ -19,36 +13,25 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .enclosure import Undecided
-from .fixedpoint import exp_fx
-from .logarithm import ln2, ln_point
+from .graph import run_graph
+from .text import fmt
 
 
-def prediction_bits(lo, hi, y: int, s: int, F: int, budget) -> tuple:
-    """(lower, upper) Fractions enclosing −log₂ softmax(scores)[y] for scores in [lo, hi] / 2^s, s <= F.
-    e^x < 2^(2x): the widest term's size is charged to the value limit before it is computed."""
-    sh, tick = F - s, budget.tick
-    budget.value(2 * max(0, (max(hi) - lo[y]) >> s) + F + 2, "a code-length term exp(s_k - s_label)")
-    up = sum(exp_fx((h - lo[y]) << sh, F, True, tick) for h in hi)
-    down = sum(exp_fx((v - hi[y]) << sh, F, False, tick) for v in lo)
-    L2 = ln2(F)
-    upper = ln_point(Fraction(up, 1 << F), F).hi / L2.lo
-    low = ln_point(Fraction(down, 1 << F), F).lo if down else -1
-    return (low / L2.hi if low > 0 else Fraction(0)), upper
-
-
-def check_codelength(claimed: Fraction, cols, labels, s: int, F: int, budget):
-    """None when the enclosed code length of one example (``cols``: (lo, hi, special codes) per read
-    position, ``labels`` one per position) is at most ``claimed``; (lower bound, upper bound) when
-    the lower bound exceeds it (a refutation); Undecided when neither is shown at this precision or a
-    score is a special value (no finite code length is shown)."""
-    low = high = Fraction(0)
-    for (lo, hi, sp), y in zip(cols, labels):
-        if sp:
-            raise Undecided()
-        a, b = prediction_bits(lo, hi, y, s, F, budget)
-        low, high = low + a, high + b
-    if high <= claimed:
-        return None
-    if low > claimed:
-        return low, high
+def measure_example(cert, e: int, F: int, budget, judge) -> tuple:
+    """(status, witness) of example e at precision F: its claimed verdict by ``judge``
+    (`checker.judge_verdict`; a claim "unknown" is not judged), then its claimed code length."""
+    cols, s = run_graph(cert.graph, cert.inputs[e], cert.tokens, F, budget, cert.position)
+    status, wit = judge(cert, e, cols, s) if cert.outputs[e] != "unknown" else ("pass", None)
+    if status != "pass":
+        return status, wit
+    ys = cert.labels[e] if cert.position == "all" else [cert.labels[e]]
+    if any(sp for _, _, sp in cols):
+        raise Undecided()  # a special value: no finite code length is shown
+    c, low, high = cert.codelengths[e], Fraction(-sum(hi[y] for (_, hi, _), y in zip(cols, ys)), 1 << s), \
+        Fraction(-sum(lo[y] for (lo, _, _), y in zip(cols, ys)), 1 << s)
+    if high <= c:
+        return "pass", None
+    if low > c:
+        return "fail", {"example": e + cert.first, "reason": "codelength", "claimed": fmt(c), "lower_bound": fmt(low),
+                        "upper_bound": fmt(high)}
     raise Undecided()

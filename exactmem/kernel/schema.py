@@ -63,6 +63,7 @@ class ParsedCertificate:
     spec: Optional[tuple] = None  # what validating an example needs (vocab, dim, P rows, attention facts)
     graph: Optional[object] = None  # a graph model (graph.Graph; docs/verify-format.md): layers [], softmax_at 0
     formulas: Optional[dict] = None  # claim formulas, layer models only: {"definitions": raw list}; formulas.py
+    codelengths: Optional[list] = None  # a graph model's claimed code length per example (codelength.py)
 
 
 def canonical_hash(doc: dict) -> str:
@@ -283,14 +284,16 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
         layers, softmax_at, m, facts = [], 0, None, None
     else:
         layers, softmax_at, m, sizes, facts = read_layers(rd, model["layers"], m, tokens, decode, eps)
-    spec = (in_size if tokens else None, None if tokens else in_size, position, m, facts)
+    cl = graph is not None and any(isinstance(c, dict) and c.get("quantity") == "codelength_bits" for c in
+                                   doc["claims"] if isinstance(doc["claims"], list))  # outputs carry code lengths
+    spec = (in_size if tokens else None, None if tokens else in_size, position, m, facts, cl)
     chunks = None
     if doc["version"] == 1:
         ds = _obj(doc["dataset"], "dataset", ("inputs", "labels"))
-        inputs, labels, outputs = _examples(rd, spec, ds, doc["outputs"], "dataset.", "")
+        inputs, labels, outputs, codes = _examples(rd, spec, ds, doc["outputs"], "dataset.", "")
         n_ex = len(inputs)
     else:
-        inputs, labels, outputs, chunks, n_ex, names = [], [], [], [], 0, {}
+        inputs, labels, outputs, chunks, n_ex, names, codes = [], [], [], [], 0, {}, None
         for k, c in enumerate(_list(_obj(doc["dataset"], "dataset", ("chunks",))["chunks"], "dataset.chunks")):
             cp = f"dataset.chunks[{k}]"
             _obj(c, cp, ("file", "sha256", "examples"), ("first",))
@@ -330,17 +333,17 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     measured = {"n_params": len(bits), "n_nonzero": sum(1 for x in rd.params if x), **sizes,
                 "max_bits": max(bits, default=0), "total_bits": sum(bits), "input_dim": in_size, "n_rows": n_ex}
     return ParsedCertificate(layers, tokens, position, decode, m, softmax_at, inputs, labels, outputs, claims,
-                             eps, max_precision, measured, 0, chunks, spec, graph, formulas)
+                             eps, max_precision, measured, 0, chunks, spec, graph, formulas, codes)
 
 
 def _examples(rd: _Reader, spec: tuple, ds: dict, outs, where: str, out_where: str, count: Optional[int] = None):
     """Validate the examples (``ds`` inputs and labels, claimed outputs ``outs``); paths start with ``where``.
     A graph model's example has a label (per position) and a claimed verdict; a layer model's (``facts``
     not None) is checked against its layers by `layerschema.layer_answers`."""
-    vocab, in_dim, position, out_dim, facts = spec
+    vocab, in_dim, position, out_dim, facts, cl = spec
     xs = _list(ds["inputs"], f"{where}inputs", count)
     ys, outs = _list(ds["labels"], f"{where}labels", len(xs)), _list(outs, f"{out_where}outputs", len(xs))
-    inputs, labels, outputs = [], [], []
+    inputs, labels, outputs, codes = [], [], [], []
     for e in range(len(xs)):
         rd.budget.tick()
         path = f"{where}inputs[{e}]"
@@ -349,12 +352,17 @@ def _examples(rd: _Reader, spec: tuple, ds: dict, outs, where: str, out_where: s
                       else [rd.token(t, in_dim, f"{path}[{s}]") for s, t in enumerate(xs[e])])
         if facts is None:
             labels.append(rd.answer(ys[e], f"{where}labels[{e}]", position, "argmax", n, None, True))
-            outputs.append(_str(outs[e], f"{out_where}outputs[{e}]", VERDICTS))
+            o, p = outs[e], f"{out_where}outputs[{e}]"
+            if cl:  # a codelength_bits claim: each output is {"verdict": ..., "codelength": bits}
+                o = _obj(o, p, ("verdict", "codelength"))
+                codes.append(rd.rat(o["codelength"], f"{p}.codelength"))
+                o, p = o["verdict"], f"{p}.verdict"
+            outputs.append(_str(o, p, VERDICTS))
         else:
             label, out = layer_answers(rd, spec, e, n, ys[e], outs[e], where, out_where)
             labels.append(label)
             outputs.append(out)
-    return inputs, labels, outputs
+    return inputs, labels, outputs, codes if cl else None
 
 
 def parse_chunk(cert: ParsedCertificate, k: int, data: bytes, budget: Budget) -> ParsedCertificate:
@@ -371,4 +379,4 @@ def parse_chunk(cert: ParsedCertificate, k: int, data: bytes, budget: Budget) ->
     if "first" in doc and integer(doc["first"], f"{where}.first") != first:
         bad(f"{where}.first", f"the chunk says it starts at example {doc['first']}, its place in the list at {first}")
     ex = _examples(_Reader(budget), cert.spec, doc, doc["outputs"], f"{where}.", f"{where}.", count)
-    return replace(cert, inputs=ex[0], labels=ex[1], outputs=ex[2], first=first, chunks=None)
+    return replace(cert, inputs=ex[0], labels=ex[1], outputs=ex[2], first=first, chunks=None, codelengths=ex[3])

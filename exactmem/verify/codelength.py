@@ -37,16 +37,29 @@ def round_up(x: Fraction, grain: int = GRAIN) -> Fraction:
     return Fraction(-((-n.numerator) // n.denominator), 1 << grain)
 
 
+def log2_readout(model_json: Dict[str, Any], classes: int) -> Dict[str, Any]:
+    """``model_json`` with ``(x − ln Σ_k exp x_k) / ln 2`` appended to its output x: log₂ of the model's
+    probabilities, in table ops (Exp, MatMul by ones, Log, Sub, Div) that the kernel encloses. Each row
+    is the logits less one common value times a positive constant, so its argmax (and every verdict)
+    is the logits'. The kernel reads the code length off this output (`exactmem.kernel.codelength`)."""
+    g = dict(model_json["graph"])
+    x, p = g["output"], "codelength/"
+    g["constants"] = {**g["constants"], p + "ones": {"shape": [classes, 1], "values": ["1"] * classes},
+                      p + "two": {"shape": [], "values": ["2"]}}
+    node = lambda op, ins, out: {"op": op, "inputs": ins, "outputs": [p + out], "attrs": {}}  # noqa: E731
+    g["nodes"] = list(g["nodes"]) + [node("Exp", [x], "exp"), node("MatMul", [p + "exp", p + "ones"], "sum"),
+                                     node("Log", [p + "sum"], "lse"), node("Sub", [x, p + "lse"], "logp"),
+                                     node("Log", [p + "two"], "ln2"), node("Div", [p + "logp", p + "ln2"], "log2p")]
+    g["output"] = p + "log2p"
+    return {**model_json, "graph": g}
+
+
 def prediction_bits(K: ArbBackend, row: Sequence[Any], label: int):
-    """−log₂ softmax(row)[label] as an arb ball: log(Σ_c exp(s_c − s_label)) / log 2, shifted by the
-    largest midpoint so no exponential overflows."""
-    if any(isinstance(v, Special) for v in row):
-        raise NoCodeLength(f"a score of the prediction is {next(v for v in row if isinstance(v, Special))}")
-    s = row[label]
-    d = [v - s for v in row]
-    m = max(v.mid() for v in d)
-    total = sum((v - m).exp() for v in d)
-    return (total.log() + m) / K.flint.arb(2).log()
+    """−log₂ p(label) from a row of the `log2_readout` output (an arb ball)."""
+    v = row[label]
+    if isinstance(v, Special):
+        raise NoCodeLength(f"the label's log-probability is {v}")
+    return -v
 
 
 def _arb_to_fraction(x) -> Fraction:
@@ -124,13 +137,19 @@ def summarize(encs: List[Optional[Tuple[Fraction, Fraction, int]]]) -> Optional[
     return sum(e[0] for e in encs), sum(e[1] for e in encs), sum(e[2] for e in encs)
 
 
-def _rational(v) -> Fraction:
-    try:
-        return Fraction(str(v)) if not isinstance(v, Fraction) else v
-    except (ValueError, ZeroDivisionError):
-        from .onnx_import import VerifyInputError
+def source_bits_value(v, measure) -> Fraction:
+    """``--source-bits`` as an exact rational >= 0 (one-line errors)."""
+    from .onnx_import import VerifyInputError
 
-        raise VerifyInputError(f"--source-bits must be a number of bits (e.g. 640 or 6.4e2 or 32/5), not {v!r}") from None
+    if measure != "bits":
+        raise VerifyInputError("--source-bits applies with --measure bits")
+    try:
+        q = v if isinstance(v, Fraction) else Fraction(str(v).strip())
+    except (ValueError, ZeroDivisionError):
+        q = None
+    if q is None or q < 0:
+        raise VerifyInputError(f"--source-bits must be a number of bits >= 0 (e.g. 640, 6.4e2 or 32/5), not {v!r}")
+    return q
 
 
 def _num(q: Fraction) -> str:
@@ -156,7 +175,7 @@ def measured_bits(encs: List[Optional[Tuple[Fraction, Fraction, int]]], classes:
         d_lo, d_hi = dataset_bits(preds, classes)
         source = f"{preds} predictions x log2 {classes} (labels uniform over the model's classes)"
     else:
-        d_lo = d_hi = _rational(source_bits)
+        d_lo = d_hi = Fraction(source_bits)
         source = "given (--source-bits)"
     code = high + CODER_BITS
     mem = d_lo - code

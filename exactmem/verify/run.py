@@ -229,6 +229,10 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
         raise VerifyInputError("--max-precision must be at least 64 bits")
     if measure not in (None, "bits"):
         raise VerifyInputError(f"--measure must be bits, not {measure!r}")
+    if source_bits is not None:
+        from .codelength import source_bits_value
+
+        source_bits = source_bits_value(source_bits, measure)
     if isinstance(model, (str, os.PathLike)):  # the model first: `verify DIR --data X` blames the model, not --data
         if os.path.isdir(model):
             raise VerifyInputError(f"{model} is a directory, not an ONNX model file (give MODEL.onnx)")
@@ -263,6 +267,10 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     if ex.kind == "tokens" and int(ex.raw.max()) >= lowered.vocab:
         raise VerifyInputError(f"token id {int(ex.raw.max())} is outside the vocabulary [0, {lowered.vocab})")
     model_json = lowered.model_json("all" if ex.position == "all" else "last", decode)
+    if measure == "bits":  # the output becomes log2 p: the code length is read off it (codelength.py)
+        from .codelength import log2_readout
+
+        model_json = log2_readout(model_json, C)
     t_lower = time.perf_counter()
 
     # distinct (input, label) pairs: each is evaluated once
