@@ -54,7 +54,7 @@ def test_trained_network_certified_rechecked_and_corruption(tmp_path):
     r = mt.train(m, data, steps=600, eval_every=100, seed=0)
     correct = mt.float_correct(m, data)
     margins = mt.float_margins(m, data)
-    with torch.no_grad():  # the export twin computes the trained function (float32 rounding order only)
+    with torch.no_grad():  # what verify exports is the trained function (the module itself)
         X = mt.exact_inputs_tensor(data)
         assert torch.allclose(mt.export_module(m)(X), m(X), rtol=1e-5, atol=1e-4)
     cert = tmp_path / "trained.json"

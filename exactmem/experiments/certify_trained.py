@@ -18,10 +18,10 @@ returned CERTIFIED on it (the experiments' examples are pairwise distinct, so th
 over rows as well). A kernel verdict other than CERTIFIED raises: producer and kernel disagree,
 which is a bug in one of them.
 
-Each experiment hands over an *export twin* of its trained module (``*_train.export_module``):
-the same tensors and the same real-number function, written with the operators the importer
-lowers (``MatMul`` instead of ``Einsum``/``ReduceSum``, ``embedding`` instead of advanced
-indexing) — see ``docs/experiments.md``.
+Each experiment hands over ``*_train.export_module(...)``: the trained module itself (Mahdavi: its
+``Einsum``/``ReduceSum`` are lowered by `exactmem.verify.composite`), or an *export twin* with the
+same tensors and the same real-number function (Dana: one replica of the stacked AoTs; Kajitsuka:
+only the read-out token computed) — see ``docs/experiments.md``.
 """
 
 from __future__ import annotations

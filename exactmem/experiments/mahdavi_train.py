@@ -228,33 +228,10 @@ def to_exact(module) -> Model:
 
 
 def export_module(module):
-    """The export twin of a trained `make_model` module for ``exactmem verify``: the same
-    float32 tensors (the float32 positions and the float32 value of 1/√d included) and the same
-    real-number function on [B, n + 1, d] float inputs (context rows, then the query) -> [B, C]
-    logits, written with matrix products instead of ``einsum`` and of the ``(P * V).sum(-1)``
-    reduction (operators the verify importer lowers)."""
-    torch = require_torch()
-    from torch import nn
-
-    class MahdaviTwin(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.H = module.H
-            for nm, t in (("We", module.embedding.weight), ("be", module.embedding.bias), ("Wq", module.Wq),
-                          ("Wk", module.Wk), ("Wv", module.Wv), ("Wo", module.Wo), ("pos", module.pos),
-                          ("Wd", module.decoder.weight), ("bd", module.decoder.bias)):
-                self.register_buffer(nm, t.detach())
-            self.register_buffer("scale", torch.tensor(module.scale, dtype=torch.float32))
-
-        def forward(self, X):
-            Z = X @ self.We.T + self.be + self.pos  # B × (n+1) × d
-            C, q = Z[:, :-1, :].unsqueeze(1), Z[:, -1:, :].unsqueeze(1)  # context B×1×n×d, query B×1×1×d
-            A = ((q @ self.Wq) * self.scale) @ self.Wk.transpose(1, 2)  # B×H×1×d: W_K^h (W_Q^hᵀ q)/√d
-            P = torch.softmax(A @ C.transpose(2, 3), dim=-1)  # B×H×1×n: the query attends to the context
-            o = (P @ (C @ self.Wv)).reshape(-1, self.H)  # B×H (d_v = 1)
-            return (o @ self.Wo) @ self.Wd.T + self.bd
-
-    return MahdaviTwin().eval()
+    """The trained `make_model` module itself, for ``exactmem verify``: its ``einsum`` products and the
+    ``(P * V).sum(-1)`` reduction export as ONNX ``Einsum`` and ``ReduceSum``, which the importer lowers
+    to batched ``MatMul`` (`exactmem.verify.composite`); it used to be an export twin written without them."""
+    return module.eval()
 
 
 def exact_inputs_tensor(data: SyntheticData):
