@@ -33,7 +33,8 @@ from exactmem.verify.kernels import OpError
 
 TABLE = tuple(kg.OPS)
 STRUCTURAL = {"Gather", "Identity", "Reshape", "Transpose", "Split", "Slice", "Concat", "Unsqueeze", "Squeeze",
-              "Where", "Neg", "Relu", "IsNaN", "IsInf"}  # no rounding anywhere: the expected value itself must be enclosed
+              "Where", "Neg", "Relu", "IsNaN", "IsInf", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not",
+              "And", "Or"}  # no rounding anywhere: the expected value itself must be enclosed
 ARITH = set(TABLE) - STRUCTURAL - {"Identity"}
 
 
@@ -189,7 +190,7 @@ def expected(a):
 # chains several float32 steps (MatMul/Gemm accumulate, Softmax/Gelu/LayerNorm compose).
 ULPS = {"Add": 1, "Sub": 1, "Mul": 1, "Div": 1, "Reciprocal": 1, "Sqrt": 1, "Exp": 4, "Tanh": 4, "Erf": 4,
         "Sigmoid": 2, "Pow": 2, "MatMul": 8, "Gemm": 8, "ReduceMean": 4, "Softmax": 8, "Gelu": 8,
-        "LayerNormalization": 64}
+        "LayerNormalization": 64, "Log": 4, "Sin": 4, "Cos": 4, "Softplus": 8, "CumSum": 8}
 
 
 def judge(op, got, want, floor=0):

@@ -88,7 +88,7 @@ def check_claims(cert: ParsedCertificate, data: bool = False, skip=(), budget: O
 def new_facts(cert: ParsedCertificate) -> DataFacts:
     """The facts a check of ``cert`` collects (token vectors only if a claim needs them)."""
     return DataFacts(vectors=any(q in VECTOR_QUANTITIES for _, q, _, _ in cert.claims), verdicts=cert.graph is not None,
-                     codes=bool(cert.spec and cert.spec[5]))
+                     codes=bool(cert.spec and cert.spec[6]))
 
 
 def conflict_verdict(cert: ParsedCertificate, earlier: int, later: int, label=None) -> Verdict:
@@ -118,12 +118,10 @@ def conclude(cert: ParsedCertificate, v: Verdict, facts: DataFacts, budget: Budg
     rows = f" ({facts.rows} rows; {facts.repeats} repeated {_plural(facts.repeats, 'row')} counted once)" \
         if facts.repeats else ""
     n, tail = m["n_examples"], v.message.rsplit(" (", 1)[-1]  # the precision note, after any formula text
-    if cert.graph is not None:
-        v.message = (f"every claimed verdict holds: {m['n_pass']} of {n} distinct examples pass, {m['n_fail']} fail, "
-                     f"{n - m['n_pass'] - m['n_fail']} not claimed{rows}; {_claims_hold(cert)} ({tail}")
-        return v
-    v.message = (f"all {n} distinct {_plural(n, 'example')} pass{'es' if n == 1 else ''}{rows} and "
-                 f"{_claims_hold(cert)} ({tail}")
+    v.message = (f"every claimed verdict holds: {m['n_pass']} of {n} distinct examples pass, {m['n_fail']} fail, "
+                 f"{n - m['n_pass'] - m['n_fail']} not claimed{rows}; " if cert.graph is not None else
+                 f"all {n} distinct {_plural(n, 'example')} pass{'es' if n == 1 else ''}{rows} and ") + \
+        f"{_claims_hold(cert)} ({tail}"
     return v
 
 

@@ -8,8 +8,9 @@ enclosures*, which lists them all). ``Interval(lo, hi)`` is {x : lo <= x <= hi},
 outward (``lo`` down, ``hi`` up), so every result contains the exact result for any points of the
 arguments. A nonzero number never rounds to zero (rounding is relative): positive lower bounds stay
 positive. `exp_bound`, `sqrt_bound`, and π in fixed point (`pi_fx`: ``n`` stands for
-``n / 2^F``), which ``fixedpoint.py`` (graph models' exp, tanh, σ, erf, Φ) reads too; e and the
-logarithms, which only the expression language needs, are in ``logarithm.py``.
+``n / 2^F``) and the atanh series (`_atanh`), which ``fixedpoint.py`` (graph models' exp, tanh, σ,
+erf, Φ, ln, sin) reads too; e and the logarithms of rationals, which only the expression language
+needs, are in ``logarithm.py``.
 
 Used by ``evaluate.py`` (layer models), ``fixedpoint.py`` and ``graph.py`` (graph models) and
 ``logarithm.py`` and ``expression.py`` (claim formulas and lower bounds); each keeps its own interval operations (sums,
@@ -125,6 +126,17 @@ def _arctan_series(a: int, b: int, F: int, alternating: bool, J: int) -> tuple:
         if not t:
             return S, j + 1
     return S, J
+
+
+def _atanh(a: int, b: int, F: int) -> tuple:
+    """Integers (S, S + 2J + 1) bounding 2^F·atanh(a/b) for 0 <= a/b <= 1/3, J the terms summed.
+
+    Floors only lower, so S <= 2^F Σ_{j<J}; each term is at most 2 units low (`_arctan_series`):
+    Σ_{j<J} <= (S + 2J)/2^F. The tail Σ_{j>=J} <= z^{2J+1}/(1 − z²) <= (9/8)·3^{−2J−1} < 9^{−J}
+    <= 2^{−F} once 9^J >= 2^F (J = F // 3 + 1 terms at most); when t_J = 0 first, 2^F z^{2J+1} <= J + 1
+    and the tail is at most (9/8)(J + 1)/(2J + 1) <= 3/4 of a unit."""
+    S, J = _arctan_series(a, b, F, False, F // 3 + 1)  # 9^J >= 8^J >= 2^(3J) > 2^F
+    return S, S + 2 * J + 1
 
 
 @lru_cache(maxsize=64)

@@ -43,12 +43,6 @@ def integer(x, path: str, lo: Optional[int] = None, hi: Optional[int] = None) ->
     return x
 
 
-def _bool(x, path: str) -> bool:
-    if not isinstance(x, bool):
-        bad(path, f"expected true or false, got {jtype(x)}")
-    return x
-
-
 def _str(x, path: str, choices=None) -> str:
     if not isinstance(x, str):
         bad(path, f"expected a string, got {jtype(x)}")

@@ -1,10 +1,12 @@
-"""Fixed-point enclosures for graph models (kernel; standard library only): exp, tanh, σ, erf, Φ.
+"""Fixed-point enclosures for graph models (kernel; standard library only): exp, tanh, σ, erf, Φ, ln, sin.
+
+Also softplus, and cos (as a shifted sin).
 
 An integer ``n`` stands for the real ``n / 2^F``. Each ``f_fx(n, F, up)`` returns an integer ``b``
 with ``b / 2^F >= f(n / 2^F)`` when ``up`` and ``b / 2^F <= f(n / 2^F)`` otherwise, so a monotone
 function maps an interval ``[lo, hi]`` to ``[f(lo, F, False), f(hi, F, True)]`` (decreasing: the
 other way round). The fixed-point value ``n / 2^F`` is the rational ``Fraction(n, 2^F)``: exp and √
-are `enclosure`'s rational proofs read there, π is `enclosure.pi_fx`. Only ``graph.py`` uses this
+are `enclosure`'s rational proofs read there, π is `enclosure.pi_fx`, atanh `enclosure._atanh`. Only ``graph.py`` uses this
 module, so the layer-model and lower-bound bases do not carry it; one proof per function, in its
 docstring (``docs/certificate.md`` § *Proofs of the enclosures*).
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import lru_cache
 
-from .enclosure import cdiv, exp_bound, pi_fx, sqrt_bound
+from .enclosure import _atanh, cdiv, exp_bound, pi_fx, sqrt_bound
 
 
 def exp_fx(n: int, F: int, up: bool, tick=None) -> int:
@@ -107,3 +109,49 @@ def phi_fx(n: int, F: int, up: bool, tanh_form: bool, tick=None) -> int:
         c_lo, c_hi = sqrt_bound(1 << (F - 1), 1 << F, F, False), sqrt_bound(1 << (F - 1), 1 << F, F, True)
     v = cdiv(u * (c_hi if (u >= 0) == up else c_lo), 1 << F, up)
     return cdiv((1 << F) + f(v, F, up, tick), 2, up)
+
+
+def log_fx(n: int, F: int, up: bool, tick=None) -> int:
+    """ln(n/2^F), n > 0. With 2^b <= n < 2^(b+1): n/2^F = 2^k·y, k = b − F, y = n/2^b in [1, 2), and
+    ln y = 2 atanh z, z = (y − 1)/(y + 1) = (n − 2^b)/(n + 2^b) in [0, 1/3); ln 2 = 2 atanh(1/3).
+    `enclosure._atanh` gives integers bounding 2^G atanh of each (G = F + bits of k + 8 fractional
+    bits); k·ln 2 takes ln 2's upper bound when k and the direction agree in sign, else its lower one."""
+    b = n.bit_length() - 1
+    k, G = b - F, F + (b - F).bit_length() + 8
+    y, l2 = _atanh(n - (1 << b), n + (1 << b), G), _atanh(1, 3, G)
+    return cdiv(2 * y[up] + 2 * k * l2[(k >= 0) == up], 1 << (G - F), up)
+
+
+def softplus_fx(n: int, F: int, up: bool, tick=None) -> int:
+    """ln(1 + e^x) = max(x, 0) + ln(1 + E), E = e^(−|x|) in (0, 1], ln(1 + E) increasing in E."""
+    return max(n, 0) + log_fx((1 << F) + exp_fx(-abs(n), F, up, tick), F, up)
+
+
+def sin_fx(n: int, w: int, F: int, cos: bool):
+    """(lo, hi) over 2^F enclosing sin x (cos x with ``cos``) for every x in [n, n + w]/2^F.
+
+    sin is 1-Lipschitz, so sin x is within w/2^F of sin(n/2^F); cos t = sin(t + π/2); and sin is 2π-periodic:
+    with π in [P, Q]/2^G (`enclosure.pi_fx`, G = F + bits of |x| + 16) and an integer c = 4k − [cos]
+    (k near (x + [cos]π/2)/2π, any integer is sound), r = x − c·π/2 lies in [R, R + D]/2^H (H = G + 1,
+    D = |c|(Q − P)), and sin x = sin r is within D/2^H of sin m, m = R/2^H. The Taylor series
+    sin m = Σ_i (−1)^i m^(2i+1)/(2i+1)! has terms t_i decreasing once (2i+2)(2i+3) > m², i.e. from i > K
+    = ⌊m²⌋ + 1 on, so the alternating tail after the terms summed is at most the next term; the terms
+    are kept as intervals [tl, th] of |m|^(2i+1)/(2i+1)! over 2^H, each step rounded outward (sin is odd).
+    For |x| >= 2^64 the answer is [−1, 1] (true for every real x)."""
+    one, H = 1 << F, F + (abs(n) >> F).bit_length() + 17
+    if abs(n) >> F >> 64:
+        return -one, one
+    (P, Q), X = pi_fx(H - 1), n << (H - F)
+    c = 4 * ((X + cos * P + 2 * P) // (4 * P)) - cos
+    R, rad, i = X - max(c * P, c * Q), abs(c) * (Q - P) + (w << (H - F)), 0
+    A, K = abs(R), (R * R >> 2 * H) + 1  # |m| over 2^H, and K > m²
+    A2l, A2h, tl, th, lo, hi = A * A >> H, cdiv(A * A, 1 << H, True), A, A, A, A
+    while True:
+        i += 1
+        d = (2 * i) * (2 * i + 1) << H
+        tl, th = tl * A2l // d, cdiv(th * A2h, d, True)
+        if i > K and th <= 1:
+            break
+        lo, hi = (lo - th, hi - tl) if i & 1 else (lo + tl, hi + th)
+    lo, hi = (lo - th, hi + th) if R >= 0 else (-hi - th, th - lo)
+    return max(-one, (lo - rad) >> (H - F)), min(one, cdiv(hi + rad, 1 << (H - F), True))

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from fractions import Fraction
 from functools import lru_cache
+from itertools import accumulate
 from math import prod
 from operator import add, mul, sub
 from types import SimpleNamespace
 
 from .enclosure import Undecided, cdiv, sqrt_bound
-from .fixedpoint import erf_fx, exp_fx, phi_fx, sigmoid_fx, tanh_fx
+from .fixedpoint import erf_fx, exp_fx, log_fx, phi_fx, sigmoid_fx, sin_fx, softplus_fx, tanh_fx
 from .fields import MalformedCertificate, _list, _obj, _str, bad, integer, unexpected
 from .limits import LimitExceeded
 
@@ -212,7 +213,7 @@ def op_add(cx, a, x, y, neg=False):
     (xl, xh), (yl, yh) = spread(x, out, s), spread(y, out, s)
     f = sub if neg else add
     lo = list(map(f, xl, yh if neg else yl))
-    r = fit(out, lo, lo if xl is xh and yl is yh else list(map(f, xh, yl if neg else yh)), s, cx.F)
+    r = fit(out, lo, lo if xl is xh and yl is yh else list(map(f, xh, yl if neg else yh)), s, cx.F, x.ints and y.ints)
     if x.sp is None and y.sp is None:
         return r  # IEEE: NaN wins; ∞ + finite = ∞; (−∞) + (+∞) = NaN (Sub: y's infinity flips)
     return marked(r, [2 if 2 in (p, q) or p * q == -1 else p or q
@@ -228,7 +229,7 @@ def op_mul(cx, a, x, y):
     else:
         ps = list(zip(map(mul, xl, yl), map(mul, xl, yh), map(mul, xh, yl), map(mul, xh, yh)))
         lo, hi = list(map(min, ps)), list(map(max, ps))
-    r = fit(out, lo, hi, x.s + y.s, cx.F)
+    r = fit(out, lo, hi, x.s + y.s, cx.F, x.ints and y.ints)
     if x.sp is None and y.sp is None:
         return r  # IEEE: NaN wins; ∞ × ∞ and ∞ × (finite ≠ 0) by the signs; ∞ × 0 = NaN
     return marked(r, [2 if 2 in (p, q) else p * q if p and q else (p or q) * sign(*(b if p else a)) or 2 if p or q else 0
@@ -254,10 +255,6 @@ def op_div(cx, a, x, y):
 
 def op_neg(cx, a, x):
     return marked(fit(x.shape, [-v for v in x.hi], [-v for v in x.lo], x.s, x.s), x.sp and [c if c == 2 else -c for c in x.sp])
-
-
-def op_relu(cx, a, x):
-    return fit(x.shape, [v if v > 0 else 0 for v in x.lo], [v if v > 0 else 0 for v in x.hi], x.s, x.s)
 
 
 def monotone(f, domain=None):
@@ -332,10 +329,8 @@ def op_reducemean(cx, a, x, axes=None):
     """ReduceMean over ``axes`` (all when absent): the sum's bounds divided by the count, rounded outward."""
     r = len(x.shape)
     ax = tuple(sorted(axes_of(axes.lo, r))) if axes is not None and axes.lo else tuple(range(r))
-    s = max(x.s, cx.F)
+    s, gs, n = max(x.s, cx.F), groups(x.shape, ax), prod(x.shape[d] for d in ax)
     xl, xh = at(x, s)
-    gs = groups(x.shape, ax)
-    n = prod(x.shape[d] for d in ax)
     need(n or not gs, "a mean over no elements (ONNX: NaN)")
     lo, hi = [sum(xl[i] for i in g) // n for g in gs], [cdiv(sum(xh[i] for i in g), n, True) for g in gs]
     shape = [1 if d in ax else x.shape[d] for d in range(r) if a.get("keepdims", 1) or d not in ax]
@@ -402,8 +397,7 @@ def op_matmul(cx, a, A, B):
 def op_gemm(cx, a, A, B, C=None):
     """Gemm: alpha·A'·B' + beta·C with A' = Aᵀ if transA, B' = Bᵀ if transB (2-d)."""
     need(len(A.shape) == 2 and len(B.shape) == 2, "Gemm needs 2-d A and B")
-    A = op_transpose(cx, {"perm": [1, 0]}, A) if a["transA"] else A
-    B = op_transpose(cx, {"perm": [1, 0]}, B) if a["transB"] else B
+    A, B = (op_transpose(cx, {"perm": [1, 0]}, t) if a[k] else t for t, k in ((A, "transA"), (B, "transB")))
     Y = op_mul(cx, a, op_matmul(cx, a, A, B), from_fracs((), [a["alpha"]], cx.F))
     return Y if C is None else op_add(cx, a, Y, op_mul(cx, a, C, from_fracs((), [a["beta"]], cx.F)))
 
@@ -467,27 +461,23 @@ def op_split(cx, a, x, split=None):
     d, n = x.shape[ax], a["_n"]
     sizes = split.lo if split is not None else [-(-d // n)] * (n - 1) + [d - -(-d // n) * (n - 1)]
     need(len(sizes) == n and min(sizes) >= 0 and sum(sizes) == d, f"cannot split {d} into {sizes}")
-    ends = [sum(sizes[:i + 1]) for i in range(n)]
-    return [op_slice(cx, a, x, ints([e - z]), ints([e]), ints([ax])) for z, e in zip(sizes, ends)]
+    return [op_slice(cx, a, x, ints([e - z]), ints([e]), ints([ax])) for z, e in zip(sizes, accumulate(sizes))]
 
 
 def op_concat(cx, a, *xs):
-    r = len(xs[0].shape)
-    ax = axis(a["axis"], r)
     sh = xs[0].shape
+    r, ax = len(sh), axis(a["axis"], len(sh))
     need(all(len(x.shape) == r and x.shape[:ax] == sh[:ax] and x.shape[ax + 1:] == sh[ax + 1:] for x in xs),
          "Concat of shapes " + ", ".join(str(list(x.shape)) for x in xs))
     s, outer = max(x.s for x in xs), prod(sh[:ax])
     lo, hi, sp = ([v for o in range(outer) for x in xs for n in [prod(x.shape[ax:])]
                    for v in (at(x, s)[e] if e < 2 else x.sp or [0] * len(x.lo))[o * n:(o + 1) * n]] for e in (0, 1, 2))
-    r = fit(sh[:ax] + (sum(x.shape[ax] for x in xs),) + sh[ax + 1:], lo, hi, s, s, all(x.ints for x in xs))
-    return marked(r, sp)
+    return marked(fit(sh[:ax] + (sum(x.shape[ax] for x in xs),) + sh[ax + 1:], lo, hi, s, s, all(x.ints for x in xs)), sp)
 
 
 def op_unsqueeze(cx, a, x, axes):
-    r = len(x.shape) + len(axes.lo)
+    r, it = len(x.shape) + len(axes.lo), iter(x.shape)
     ax = axes_of(axes.lo, r)
-    it = iter(x.shape)
     return T([1 if d in ax else next(it) for d in range(r)], x.lo, x.hi, x.s, x.ints, x.sp)
 
 
@@ -498,15 +488,55 @@ def op_squeeze(cx, a, x, axes=None):
 
 
 def op_where(cx, a, c, x, y):
-    """Where: x where the 0/1 condition (a constant, or IsNaN's output) is 1, else y; broadcast."""
+    """Where: x where the 0/1 condition (ints: a constant, or computed: IsNaN, Equal, …) is 1, else y; broadcast."""
     need(c.ints and set(c.lo) <= {0, 1}, "the condition of Where must be 0/1 ints")
     out, s = bshape(c.shape, x.shape, y.shape), max(x.s, y.s)
-    cc = spread(c, out, c.s)[0]
-    (xl, xh), (yl, yh) = spread(x, out, s), spread(y, out, s)
+    cc, (xl, xh), (yl, yh) = spread(c, out, c.s)[0], spread(x, out, s), spread(y, out, s)
     lo = [p if k else q for k, p, q in zip(cc, xl, yl)]
     hi = lo if xl is xh and yl is yh else [p if k else q for k, p, q in zip(cc, xh, yh)]
     sp = None if x.sp is None and y.sp is None else [p if k else q for k, p, q in zip(cc, codes(x, out), codes(y, out))]
     return T(out, lo, hi, s, x.ints and y.ints, sp)
+
+
+def op_compare(cx, a, x, y):
+    """Equal, Less, Greater, LessOrEqual, GreaterOrEqual (Greater*: Less* with x and y swapped): 0/1 ints
+    decided from the intervals: x < y holds when x's upper bound is below y's lower bound and fails when
+    x's lower bound is >= y's upper bound (<=: the same with <= and >); x = y holds when both are the
+    same point and fails when they are disjoint; otherwise undecided."""
+    op, (x, y) = a["_op"], (y, x) if a["_op"].startswith("Greater") else (x, y)
+    out, s = bshape(x.shape, y.shape), max(x.s, y.s)
+    r = [(p == q == u == v, q < u or v < p) if op == "Equal" else (q < u, p >= v) if op in ("Less", "Greater") else
+         (q <= u, p > v) for p, q, u, v in zip(*spread(x, out, s), *spread(y, out, s))]
+    if any(yes == no for yes, no in r):
+        raise Undecided()
+    return T(out, [int(yes) for yes, _ in r], ints=True)
+
+
+def op_logic(cx, a, x, y=None):
+    """Not, And, Or of 0/1 ints (ONNX's booleans): 1 − x, min(x, y), max(x, y)."""
+    y = y or x
+    need(x.ints and y.ints and set(x.lo) | set(y.lo) <= {0, 1}, f"{a['_op']} takes 0/1 ints")
+    out, f = bshape(x.shape, y.shape), {"Not": lambda p, q: 1 - p, "And": min, "Or": max}[a["_op"]]
+    return T(out, list(map(f, spread(x, out, 0)[0], spread(y, out, 0)[0])), ints=True)
+
+
+def op_cumsum(cx, a, x, ax):
+    """CumSum along the axis ``ax`` (one int): running sums of each bound, from the end with ``reverse``,
+    of the elements before (not including) each one with ``exclusive``."""
+    need(len(ax.lo) == 1, "CumSum takes one axis")
+    gs, out = groups(x.shape, (axis(ax.lo[0], len(x.shape)),)), []
+    for src in (x.lo,) if x.lo is x.hi else (x.lo, x.hi):
+        out.append([0] * len(src))
+        for g in (g[::-1] if a["reverse"] else g for g in gs):
+            for i, v in zip(g, list(accumulate((src[i] for i in g), initial=cx.tick() or 0))[1 - a["exclusive"]:]):
+                out[-1][i] = v
+    return fit(x.shape, out[0], out[-1], x.s, cx.F, x.ints)
+
+
+def op_sin(cx, a, x):
+    """Sin, Cos: `fixedpoint.sin_fx` from each lower bound and the interval's width."""
+    b = [cx.tick() or sin_fx(l, h - l, cx.F, a["_op"] == "Cos") for l, h in zip(*fx(x, cx.F))]
+    return fit(x.shape, [v for v, _ in b], [v for _, v in b], cx.F, cx.F)
 
 
 def op_isnan(cx, a, x, want=(2,)):
@@ -520,10 +550,14 @@ def op_isnan(cx, a, x, want=(2,)):
 sqrt = monotone(lambda n, F, up, t: sqrt_bound(n, 1 << F, F, up), lambda v: v >= 0)
 OPS = {
     **{k: (f, 2, 2, {}, ()) for k, f in (("MatMul", op_matmul), ("Add", op_add), ("Mul", op_mul), ("Div", op_div),
-                                         ("Sub", lambda cx, a, x, y: op_add(cx, a, x, y, True)), ("Pow", op_pow))},
-    **{k: (f, 1, 1, {}, ()) for k, f in (("Neg", op_neg), ("Relu", op_relu), ("Sqrt", sqrt), ("Reciprocal", op_recip),
+                                         ("Sub", lambda cx, a, x, y: op_add(cx, a, x, y, True)), ("Pow", op_pow),
+                                         ("And", op_logic), ("Or", op_logic))},
+    **{k: (f, 1, 1, {}, ()) for k, f in (("Neg", op_neg), ("Relu", monotone(lambda v, F, up, t: max(v, 0))), ("Sqrt", sqrt), ("Reciprocal", op_recip),
                                          ("Exp", op_exp), ("Tanh", monotone(tanh_fx)), ("Erf", monotone(erf_fx)),
-                                         ("Sigmoid", monotone(sigmoid_fx)), ("Identity", lambda cx, a, x: x))},
+                                         ("Sigmoid", monotone(sigmoid_fx)), ("Identity", lambda cx, a, x: x), ("Not", op_logic),
+                                         ("Log", monotone(log_fx, lambda v: v > 0)), ("Softplus", monotone(softplus_fx)),
+                                         ("Sin", op_sin), ("Cos", op_sin))},
+    **{k: (op_compare, 2, 2, {}, ()) for k in ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual")},
     "Gather": (op_gather, 2, 2, {"axis": ("i", 0)}, ()),
     "Gemm": (op_gemm, 2, 3, {"alpha": ("r", Fraction(1)), "beta": ("r", Fraction(1)), "transA": ("i", 0),
                              "transB": ("i", 0)}, ()),
@@ -541,6 +575,7 @@ OPS = {
     "Where": (op_where, 3, 3, {}, ()),
     "IsNaN": (op_isnan, 1, 1, {}, ()),
     "IsInf": (op_isnan, 1, 1, {"detect_negative": ("i", 1), "detect_positive": ("i", 1)}, ()),
+    "CumSum": (op_cumsum, 2, 2, {"exclusive": ("i", 0), "reverse": ("i", 0)}, (1,)),
 }
 
 
@@ -549,7 +584,7 @@ class Graph:
     precision) and nodes (op, function, input names, output names, attributes) in order."""
 
     def __init__(self, inp, out):
-        self.input, self.output, self.consts, self.nodes, self.memo = inp, out, {}, [], {}
+        self.input, self.output, self.consts, self.nodes, self.memo, self.shape = inp, out, {}, [], {}, None
 
     def constants(self, F, tick=lambda: None):
         """The constants at precision F, and (elements, bits) they hold."""
@@ -621,7 +656,7 @@ def parse_graph(g, rd):
             if v in defined or not v or (k and op != "Split"):
                 bad(f"{p}.outputs[{k}]", f"{v[:40]!r} is already defined" if v in defined else "not a new name")
             defined.add(v)
-        given, a = _obj(nd.get("attrs", {}), f"{p}.attrs", (), tuple(spec)), {"_n": len(outs)}
+        given, a = _obj(nd.get("attrs", {}), f"{p}.attrs", (), tuple(spec)), {"_n": len(outs), "_op": op}
         for k, (kind, default) in spec.items():
             a[k] = _attr(rd, kind, given[k], f"{p}.attrs.{k}") if k in given else default
             if a[k] is REQUIRED:
@@ -637,7 +672,7 @@ def parse_graph(g, rd):
             a["_k"] = k
         c = G.consts.get(ins[0])
         if op == "Where" and c is not None and not (isinstance(c, T) and c.ints and set(c.lo) <= {0, 1}):
-            bad(f"{p}.inputs[0]", "the condition of Where must be 0/1 ints: a constant, or IsNaN's output")
+            bad(f"{p}.inputs[0]", "the condition of Where must be 0/1 ints")
         G.nodes.append((op, fn, ins, outs, a))
         counts[op] = counts.get(op, 0) + 1
     read = {v for op, _, ins, _, _ in G.nodes for k, v in enumerate(ins)  # ints constants read as values
@@ -655,7 +690,8 @@ def run_graph(G: Graph, x, tokens: bool, F: int, budget, position: str):
     """The output scores of one example at precision F: ([(lo, hi) per read position], s)."""
     consts, held = G.constants(F, budget.tick)
     env, n = dict(consts), len(x)
-    env[G.input] = T((1, n), list(x), ints=True) if tokens else from_fracs((1, n, len(x[0])), [v for r in x for v in r], F)
+    env[G.input] = T((1, n), list(x), ints=True) if tokens else \
+        from_fracs((1, *(G.shape or (n, len(x[0])))), [v for r in x for v in r], F)  # G.shape: a tensor input's
     used, held = sum(span(t.shape) for t in env.values()), budget.room(held, 0, "the constants", "max_tensor_bits")
     cx = SimpleNamespace(F=F, budget=budget, tick=budget.tick)  # one evaluation: precision and budget
     for i, (op, fn, ins, outs, a) in enumerate(G.nodes):
@@ -689,6 +725,5 @@ def run_graph(G: Graph, x, tokens: bool, F: int, budget, position: str):
     sh = out.shape
     if not (len(sh) in (2, 3) and sh[0] == 1 and sh[-1] > 0 and (len(sh) == 2 or sh[1] == n) and (len(sh) == 3 or position == "last")):
         bad("model.graph.output", f"shape {list(sh)}: expected [1, {n}, C], or [1, C] with position 'last'")
-    C = sh[-1]
-    rows = range(n) if position == "all" else [len(out.lo) // C - 1]
+    C, rows = sh[-1], range(n) if position == "all" else [len(out.lo) // sh[-1] - 1]
     return [(out.lo[r * C:(r + 1) * C], out.hi[r * C:(r + 1) * C], out.sp and out.sp[r * C:(r + 1) * C]) for r in rows], out.s

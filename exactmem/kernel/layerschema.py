@@ -12,13 +12,19 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import List, Optional
 
-from .fields import _bool, _list, _obj, _str, bad, jtype
+from .fields import _list, _obj, _str, bad, integer, jtype
 from .linear import Affine, Attention, Embed, FeedForward, Lin, over_lcm
 
 ATTENTION_KINDS = ("softmax", "hardmax", "uniform", "softmax2")
 LAYER_FIELDS = {"embed": (("type", "E"), ("P",)), "affine": (("type", "W", "relu"), ("b",)),  # (required, optional)
                 "feedforward": (("type", "W1", "b1", "W2", "b2", "residual"),),
                 "attention": (("type", "kind", "residual", "query", "keys", "heads"),)}
+
+
+def _bool(x, path: str) -> bool:
+    if not isinstance(x, bool):
+        bad(path, f"expected true or false, got {jtype(x)}")
+    return x
 
 
 def mat(rd, x, rows: Optional[int], cols: Optional[int], path: str) -> List[List[Fraction]]:
@@ -106,7 +112,7 @@ def layer_answers(rd, spec: tuple, e: int, n: int, y, out, where: str, out_where
     """Example e (length n) of a layer model: its length against the positional rows and the
     attention layers with keys 'others'; (label, claimed output: None where a softmax model with
     identity decode claims none)."""
-    vocab, _, position, out_dim, (P_rows, need2, last_at, softmax_at, decode), _ = spec
+    vocab, _, position, out_dim, (P_rows, need2, last_at, softmax_at, decode), *_ = spec
     path = f"{where}inputs[{e}]"
     if vocab is not None and P_rows is not None and n > P_rows:
         bad(path, f"sequence of length {n} is longer than the {P_rows} rows of model.layers[0].P")
@@ -114,7 +120,16 @@ def layer_answers(rd, spec: tuple, e: int, n: int, y, out, where: str, out_where
         if (n if last_at is None or last_at >= i else 1) < 2:
             bad(path, f"model.layers[{i}] attends to keys 'others' of a length-1 sequence (no keys left)")
     n_out, exact = n if last_at is None else 1, softmax_at is None or decode == "argmax"
-    label = rd.answer(y, f"{where}labels[{e}]", position, decode, n_out, out_dim, True)
+    label = answer(rd, y, f"{where}labels[{e}]", position, decode, n_out, out_dim, True)
     if not exact and out is not None:
         bad(f"{out_where}outputs[{e}]", "must be null: a softmax model with identity decode claims no exact output")
-    return label, rd.answer(out, f"{out_where}outputs[{e}]", position, decode, n_out, out_dim, False) if exact else None
+    return label, answer(rd, out, f"{out_where}outputs[{e}]", position, decode, n_out, out_dim, False) if exact else None
+
+
+def answer(rd, x, path: str, position: str, decode: str, n_out: int, dim: int, is_label: bool):
+    """A label or claimed output: a column / class index, or a list of them per position."""
+    if position == "all":
+        return [answer(rd, y, f"{path}[{t}]", "last", decode, 1, dim, is_label) for t, y in enumerate(_list(x, path, n_out))]
+    if decode == "argmax":
+        return integer(x, path, 0, None if dim is None else dim - 1) if is_label else integer(x, path)
+    return rd.vec(x, dim, path)

@@ -2,8 +2,8 @@
 
 Only the expression language uses them (``expression.py``: claim formulas and lower bounds), so
 the layer-model and graph-model bases do not carry them; they build on `enclosure`'s rational
-intervals, `exp_bound` and the arctan series that π shares. One proof per function, in its
-docstring (``docs/certificate.md`` § *Proofs of the enclosures*).
+intervals, `exp_bound` and the atanh series (`enclosure._atanh`, which graph models' ln shares).
+One proof per function, in its docstring (``docs/certificate.md`` § *Proofs of the enclosures*).
 """
 
 from __future__ import annotations
@@ -11,24 +11,13 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import lru_cache
 
-from .enclosure import ONE, ZERO, Interval, _arctan_series, exp_bound, round_ratio, rounded
+from .enclosure import ONE, ZERO, Interval, _atanh, exp_bound, round_ratio, rounded
 
 
 @lru_cache(maxsize=64)
 def e_interval(p: int) -> Interval:
     """e = exp(1), by `exp_bound`."""
     return Interval(exp_bound(ONE, p, False), exp_bound(ONE, p, True))
-
-
-def _atanh(a: int, b: int, F: int) -> tuple:
-    """Integers (S, S + 2J + 1) bounding 2^F·atanh(a/b) for 0 <= a/b <= 1/3, J the terms summed.
-
-    Floors only lower, so S <= 2^F Σ_{j<J}; each term is at most 2 units low (`_arctan_series`):
-    Σ_{j<J} <= (S + 2J)/2^F. The tail Σ_{j>=J} <= z^{2J+1}/(1 − z²) <= (9/8)·3^{−2J−1} < 9^{−J}
-    <= 2^{−F} once 9^J >= 2^F (J = F // 3 + 1 terms at most); when t_J = 0 first, 2^F z^{2J+1} <= J + 1
-    and the tail is at most (9/8)(J + 1)/(2J + 1) <= 3/4 of a unit."""
-    S, J = _arctan_series(a, b, F, False, F // 3 + 1)  # 9^J >= 8^J >= 2^(3J) > 2^F
-    return S, S + 2 * J + 1
 
 
 @lru_cache(maxsize=64)

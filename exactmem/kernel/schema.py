@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Dict, List, Optional
 
-from .fields import MalformedCertificate, _bool, _list, _obj, _str, bad, integer, jtype  # noqa: F401 (re-exported)
+from .fields import MalformedCertificate, _list, _obj, _str, bad, integer, jtype  # noqa: F401 (re-exported)
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES
 from .graph import parse_graph
 from .limits import Budget, LimitExceeded, Limits
@@ -207,15 +207,6 @@ class _Reader:
             self.budget.tick()
         return v
 
-    def answer(self, x, path: str, position: str, decode: str, n_out: int, dim: int, is_label: bool):
-        """A label or claimed output: a column / class index, or a list of them per position."""
-        if position == "all":
-            return [self.answer(y, f"{path}[{t}]", "last", decode, 1, dim, is_label)
-                    for t, y in enumerate(_list(x, path, n_out))]
-        if decode == "argmax":
-            return integer(x, path, 0, None if dim is None else dim - 1) if is_label else integer(x, path)
-        return self.vec(x, dim, path)
-
 
 def _header(doc, budget: Budget) -> None:
     """Format, version, fields, hash; then the certificate's ``check.limits`` lower the budget."""
@@ -267,7 +258,11 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     inp = _obj(model["input"], "model.input", ("type",), None)
     tokens = _str(inp["type"], "model.input.type", ("vectors", "tokens")) == "tokens"
     key = "vocab" if tokens else "dim"
-    m = integer(_obj(inp, "model.input", ("type", key))[key], f"model.input.{key}", 1)
+    m = integer(_obj(inp, "model.input", ("type", key), ("shape",) * ("graph" in model and not tokens))[key],
+                f"model.input.{key}", 1)
+    shape = [integer(v, f"model.input.shape[{i}]", 1) for i, v in enumerate(_list(inp.get("shape", [m]), "model.input.shape"))]
+    if not 0 < len(shape) < 64 or shape[-1] != m:  # a graph model's tensor input: [1, *shape] (docs/verify-format.md)
+        bad("model.input.shape", f"expected 1 to 63 dimensions, the last one {m} (the dim)")
     ro = _obj(model["readout"], "model.readout", ("position", "decode"))
     position = _str(ro["position"], "model.readout.position", ("last", "all"))
     decode = _str(ro["decode"], "model.readout.decode", ("identity", "argmax"))
@@ -279,6 +274,7 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     graph, in_size = None, m
     if "graph" in model:  # evaluated in intervals throughout: softmax_at 0
         graph, sizes = parse_graph(model["graph"], rd)
+        graph.shape = tuple(shape) if "shape" in inp else None
         if decode != "argmax":
             bad("model.readout.decode", "a graph model decodes by 'argmax'")
         layers, softmax_at, m, facts = [], 0, None, None
@@ -286,7 +282,8 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
         layers, softmax_at, m, sizes, facts = read_layers(rd, model["layers"], m, tokens, decode, eps)
     cl = graph is not None and any(isinstance(c, dict) and c.get("quantity") == "codelength_bits" for c in
                                    doc["claims"] if isinstance(doc["claims"], list))  # outputs carry code lengths
-    spec = (in_size if tokens else None, None if tokens else in_size, position, m, facts, cl)
+    spec = (in_size if tokens else None, None if tokens else in_size, position, m, facts, shape if "shape" in inp else None,
+            cl)
     chunks = None
     if doc["version"] == 1:
         ds = _obj(doc["dataset"], "dataset", ("inputs", "labels"))
@@ -340,18 +337,23 @@ def _examples(rd: _Reader, spec: tuple, ds: dict, outs, where: str, out_where: s
     """Validate the examples (``ds`` inputs and labels, claimed outputs ``outs``); paths start with ``where``.
     A graph model's example has a label (per position) and a claimed verdict; a layer model's (``facts``
     not None) is checked against its layers by `layerschema.layer_answers`."""
-    vocab, in_dim, position, out_dim, facts, cl = spec
+    vocab, in_dim, position, out_dim, facts, shape, cl = spec
     xs = _list(ds["inputs"], f"{where}inputs", count)
     ys, outs = _list(ds["labels"], f"{where}labels", len(xs)), _list(outs, f"{out_where}outputs", len(xs))
     inputs, labels, outputs, codes = [], [], [], []
     for e in range(len(xs)):
         rd.budget.tick()
         path = f"{where}inputs[{e}]"
-        n = len(_list(xs[e], path, nonempty=True))
-        inputs.append([integer(t, f"{path}[{s}]", 0, vocab - 1) for s, t in enumerate(xs[e])] if vocab is not None
-                      else [rd.token(t, in_dim, f"{path}[{s}]") for s, t in enumerate(xs[e])])
+        rows = [xs[e]] if shape else _list(xs[e], path, nonempty=True)
+        for d in (shape or [])[:-1]:  # a tensor input (model.input.shape): nested lists, read as its rows
+            rows = [r for v in rows for r in _list(v, path, d)]
+        n = len(rows)
+        inputs.append([integer(t, f"{path}[{s}]", 0, vocab - 1) for s, t in enumerate(rows)] if vocab is not None
+                      else [rd.token(t, in_dim, f"{path}[{s}]") for s, t in enumerate(rows)])
         if facts is None:
-            labels.append(rd.answer(ys[e], f"{where}labels[{e}]", position, "argmax", n, None, True))
+            lp = f"{where}labels[{e}]"  # a class index, or one per position
+            labels.append([integer(v, f"{lp}[{t}]", 0) for t, v in enumerate(_list(ys[e], lp, n))] if position == "all"
+                          else integer(ys[e], lp, 0))
             o, p = outs[e], f"{out_where}outputs[{e}]"
             if cl:  # a codelength_bits claim: each output is {"verdict": ..., "codelength": bits}
                 o = _obj(o, p, ("verdict", "codelength"))

@@ -19,8 +19,8 @@ __all__ = ["Examples", "load_npz", "examples", "readout_index"]
 @dataclass
 class Examples:
     kind: str  # "tokens" | "vectors"
-    raw: np.ndarray  # what onnxruntime gets (int64 ids or the float vectors)
-    exact: Any  # int64 ids, or object array of Fractions (N, n, d)
+    raw: np.ndarray  # what onnxruntime gets (int64 ids or the float vectors / tensors)
+    exact: Any  # int64 ids, or object array of Fractions (N, n, d), or (N, C, H, W, ...) for tensor inputs
     labels: np.ndarray  # (N,) or (N, n) int64
     position: str  # "last" | "all" | "K" (the index a position-K readout reads, 0 <= K < n)
 
@@ -34,16 +34,21 @@ class Examples:
 
     @property
     def dim(self) -> Optional[int]:
-        return self.raw.shape[2] if self.kind == "vectors" else None
+        return self.raw.shape[-1] if self.kind == "vectors" else None
+
+    @property
+    def shape(self) -> Optional[tuple]:
+        """One example's shape when it is a tensor of rank 3 or more (an image C x H x W), else None."""
+        return tuple(self.raw.shape[1:]) if self.raw.ndim > 3 else None
 
     def bound(self, i: int):
-        """Example i bound as the graph input: [1, n] ids or [1, n, d] Fractions."""
+        """Example i bound as the graph input: [1, n] ids, [1, n, d] Fractions, or [1, *shape]."""
         return self.exact[i:i + 1]
 
     def input_json(self, i: int):
         if self.kind == "tokens":
             return [int(t) for t in self.exact[i]]
-        return [[rational_str(v) for v in tok] for tok in self.exact[i]]
+        return np.vectorize(rational_str, otypes=[object])(self.exact[i]).tolist()  # nested lists of the shape
 
     def label_json(self, i: int):
         lab = self.labels[i]
@@ -93,8 +98,11 @@ def readout_index(position, n: int) -> Optional[int]:
 def examples(inputs, labels, position="last") -> Examples:
     x = np.asarray(inputs)
     y = np.asarray(labels)
-    if x.ndim not in (2, 3) or x.shape[0] == 0 or x.shape[1] == 0:
-        raise VerifyInputError(f"inputs must be N x n token ids or N x n x d vectors (N, n >= 1), got shape {list(x.shape)}")
+    if x.ndim < 2 or x.ndim > 64 or 0 in x.shape:
+        raise VerifyInputError(f"inputs must be N x n token ids, N x n x d vectors or N x C x H x W (or any rank) float "
+                               f"tensors, no dimension 0, got shape {list(x.shape)}")
+    if x.ndim > 3 and position != "last":
+        raise VerifyInputError(f"tensor inputs of shape {list(x.shape[1:])} are read with position last (a [1, C] output)")
     k = readout_index(position, x.shape[1])
     position = "all" if position == "all" else "last" if k is None else str(k)
     if y.dtype.kind not in "iu":
@@ -112,7 +120,7 @@ def examples(inputs, labels, position="last") -> Examples:
         ids = x.astype(np.int64)
         return Examples("tokens", ids, ids, y.astype(np.int64), position)
     if x.dtype.kind != "f":
-        raise VerifyInputError(f"3-d inputs must be float vectors, got {x.dtype}")
+        raise VerifyInputError(f"{x.ndim}-d inputs must be floats, got {x.dtype}")
     try:
         exact = exact_array(x)
     except NonFinite as e:

@@ -102,6 +102,11 @@ class ArbBackend:
         self._tanh = np.frompyfunc(lambda v: v.tanh(), 1, 1)
         self._erf = np.frompyfunc(lambda v: v.erf(), 1, 1)
         self._sqrt = np.frompyfunc(lambda v: v.sqrt(), 1, 1)
+        self._sin = np.frompyfunc(lambda v: v.sin(), 1, 1)
+        self._cos = np.frompyfunc(lambda v: v.cos(), 1, 1)
+        self._log = np.frompyfunc(lambda v: v.log() if v > 0 else _unsure(), 1, 1)  # a ball reaching 0: undecided
+        self._softplus = np.frompyfunc(lambda v: (1 + (-abs(v)).exp()).log() + (v if v > 0 else 0 if v <= 0 else
+                                                                                 (v + abs(v)) / 2), 1, 1)
         zero = flint.arb(0)
         self._relu = np.frompyfunc(lambda v: v if v > 0 else (zero if v <= 0 else v.union(zero)), 1, 1)
 
@@ -176,6 +181,18 @@ class ArbBackend:
     def relu(self, x):
         return self._relu(x)
 
+    def log(self, x):
+        return self._log(x)
+
+    def softplus(self, x):
+        return self._softplus(x)
+
+    def sin(self, x):
+        return self._sin(x)
+
+    def cos(self, x):
+        return self._cos(x)
+
     def recip(self, x):
         return 1 / x
 
@@ -196,6 +213,10 @@ class ArbBackend:
         e = self._exp(y - shift)
         out = e / np.sum(e, axis=-1, keepdims=True)
         return np.moveaxis(out, -1, axis)
+
+
+def _unsure():
+    raise Unsure()
 
 
 def _above(a, b, strict: bool) -> bool:

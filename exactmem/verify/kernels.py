@@ -18,7 +18,7 @@ from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 
-from .special import NAN, Special, holds_special
+from .special import NAN, Special, Unsure, holds_special
 
 __all__ = ["OPS", "NotExact", "ExactBackend", "slice_array", "reshape_target", "OpError"]
 
@@ -57,6 +57,18 @@ class ExactBackend:
 
     def softmax(self, x, axis):
         self._irrational("Softmax")
+
+    def log(self, x):
+        self._irrational("Log")
+
+    def softplus(self, x):
+        self._irrational("Softplus")
+
+    def sin(self, x):
+        self._irrational("Sin")
+
+    def cos(self, x):
+        self._irrational("Cos")
 
     def recip(self, x):
         if any(v == 0 for v in np.asarray(x).reshape(-1)):
@@ -311,6 +323,49 @@ def isinf(K, xs, at):
     return [np.vectorize(lambda v: int(isinstance(v, Special) and v.code in want), otypes=[np.int64])(np.asarray(xs[0]))]
 
 
+# ----------------------------------------------------------------------------- integers and comparisons
+
+def _sure(yes, no) -> int:
+    """1, 0, or `Unsure` when the enclosures decide neither (balls that overlap)."""
+    if bool(yes) == bool(no):
+        raise Unsure()
+    return int(bool(yes))
+
+
+_COMPARE = {  # (surely true, surely false) for exact numbers or arb balls (whose < is "surely <")
+    "Equal": lambda x, y: (x == y, x < y or x > y), "Less": lambda x, y: (x < y, x >= y),
+    "Greater": lambda x, y: (x > y, x <= y), "LessOrEqual": lambda x, y: (x <= y, x > y),
+    "GreaterOrEqual": lambda x, y: (x >= y, x < y)}
+
+
+def compare(op):
+    """Equal, Less, …: 0/1 ints, decided from the enclosures (undecided: `Unsure`, as the kernel's Undecided)."""
+    f = _COMPARE[op]
+    return lambda K, xs, at: [np.vectorize(lambda x, y: _sure(*f(x, y)), otypes=[np.int64])(_obj(xs[0]), _obj(xs[1]))]
+
+
+def logic(op):
+    """Not, And, Or of 0/1 ints."""
+    def run(K, xs, at):
+        a = [np.asarray(x).astype(np.int64) for x in xs]
+        if any(set(np.unique(v)) - {0, 1} for v in a):
+            raise OpError(f"{op} takes 0/1 ints")
+        return [1 - a[0] if op == "Not" else np.minimum(*a) if op == "And" else np.maximum(*a)]
+    return run
+
+
+def cumsum(K, xs, at):
+    x, ax = _obj(xs[0]), _ints(xs[1])
+    if len(ax) != 1:
+        raise OpError("CumSum takes one axis")
+    axis = _axis(ax[0], x.ndim)
+    y = np.flip(x, axis) if at.get("reverse", 0) else x
+    c = np.cumsum(y, axis=axis, dtype=object) if y.size else y
+    if at.get("exclusive", 0) and y.size:
+        c = c - y
+    return [np.flip(c, axis) if at.get("reverse", 0) else c]
+
+
 def _mean(K, x, axes, keep=True):
     count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64)) if axes else 1
     s = np.sum(x, axis=tuple(axes), keepdims=keep)
@@ -352,6 +407,8 @@ OPS: Dict[str, Callable] = {
     "Gelu": gelu, "Softmax": softmax, "LayerNormalization": layer_norm, "ReduceMean": reduce_mean,
     "Reshape": reshape, "Transpose": transpose, "Split": split, "Slice": slice_, "Concat": concat,
     "Unsqueeze": unsqueeze, "Squeeze": squeeze, "Where": where, "Identity": identity, "IsNaN": isnan, "IsInf": isinf,
+    **{op: compare(op) for op in _COMPARE}, **{op: logic(op) for op in ("Not", "And", "Or")}, "CumSum": cumsum,
+    "Log": _unary("log"), "Softplus": _unary("softplus"), "Sin": _unary("sin"), "Cos": _unary("cos"),
 }
 # the ops that take special values (−∞, +∞, NaN; docs/verify-format.md): any other refuses them
 SPECIAL_OPS = {"Add", "Sub", "Mul", "Div", "Reciprocal", "Neg", "Softmax", "Where", "IsNaN", "IsInf", "Identity", "Gather",
@@ -362,4 +419,4 @@ ATTRS = {"Gather": {"axis": int}, "Gemm": {"alpha": Fraction, "beta": Fraction, 
          "Gelu": {"approximate": str}, "Softmax": {"axis": int},
          "LayerNormalization": {"axis": int, "epsilon": Fraction}, "ReduceMean": {"keepdims": int},
          "Transpose": {"perm": list}, "Split": {"axis": int}, "Concat": {"axis": int},
-         "IsInf": {"detect_negative": int, "detect_positive": int}}
+         "IsInf": {"detect_negative": int, "detect_positive": int}, "CumSum": {"exclusive": int, "reverse": int}}

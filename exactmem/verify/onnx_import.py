@@ -30,7 +30,9 @@ from .special import Special
 __all__ = ["VerifyInputError", "load_onnx", "lower", "Lowered", "rational_str"]
 
 ARITH = {"Add", "Sub", "Mul", "Div", "MatMul", "Gemm", "Neg", "Relu", "Sqrt", "Reciprocal", "Exp", "Tanh", "Sigmoid",
-         "Erf", "Pow", "Gelu", "Softmax", "LayerNormalization", "ReduceMean"}
+         "Erf", "Pow", "Gelu", "Softmax", "LayerNormalization", "ReduceMean", "Log", "Softplus", "Sin", "Cos"}
+INT_ARITH = {"Add", "Sub", "Mul"}  # exact on integers too: integers in, integers out (token ids, positions, masks)
+BOOLS = {"IsNaN", "IsInf", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or"}  # 0/1 ints
 
 
 class VerifyInputError(ValueError):
@@ -87,10 +89,11 @@ class Lowered:
     constants: Dict[str, Dict[str, Any]]
     nodes: List[Dict[str, Any]]
     source_ops: Dict[str, int] = field(default_factory=dict)
+    shape: Optional[Tuple[int, ...]] = None  # a tensor input's shape (an image's C x H x W): model.input.shape
 
     def model_json(self, position: str, decode: str = "argmax") -> Dict[str, Any]:
         inp = {"type": "tokens", "vocab": self.vocab} if self.input_type == "tokens" else \
-            {"type": "vectors", "dim": self.dim}
+            {"type": "vectors", "dim": self.dim, **({"shape": list(self.shape)} if self.shape else {})}
         return {"input": inp, "graph": {"input": self.input_name, "output": self.output_name,
                                         "constants": self.constants, "nodes": self.nodes},
                 "readout": {"position": position, "decode": decode}}
@@ -112,7 +115,7 @@ class _Shape:
     def recip(self, x):
         return x
 
-    exp = tanh = erf = sqrt = recip
+    exp = tanh = erf = sqrt = log = softplus = sin = cos = recip
 
     def softmax(self, x, axis):
         return x
@@ -135,7 +138,7 @@ class Lowering:
         self.constants: Dict[str, Dict[str, Any]] = {}
         self.nodes: List[Dict[str, Any]] = []
         self.used = set()
-        self.bools = set()  # names of emitted IsNaN outputs (0/1 ints a Where may test)
+        self.bools = set()  # names of emitted 0/1 ints (IsNaN, comparisons, Not/And/Or): a Where may test them
         self._const_names: Dict[int, str] = {}
         self._keep: List[Const] = []
         self.node = None
@@ -186,21 +189,22 @@ class Lowering:
 
     # --- ops
     def op(self, name: str, ins: List[Any], attrs: Dict[str, Any], n_out: int) -> List[Any]:
-        if name in ARITH:
+        ints = name in INT_ARITH and all(v.kind == "int" for v in ins if v is not None)  # integer arithmetic
+        kind = "int" if ints or name in BOOLS else "rat" if name in ARITH else _kind(name, ins)
+        if name in ARITH and not ints:
             data = (0,) if name in ("ReduceMean", "Pow") else range(len(ins))  # axes and exponents stay as they are
             ins = [Const(_as_rat(v.value), "rat", v.name) if isinstance(v, Const) and v.kind == "int" and k in data
                    else v for k, v in enumerate(ins)]
         if all(v is None or isinstance(v, Const) for v in ins):
             try:
                 outs = OPS[name](_Exact(), [None if v is None else v.value for v in ins], attrs)
-                kind = "rat" if name in ARITH else "int" if name in ("IsNaN", "IsInf") else _kind(name, ins)
                 return [Const(np.asarray(o) if kind == "int" else _as_rat(o), kind) for o in outs]
             except NotExact:
                 pass
             except (OpError, ZeroDivisionError, ValueError, IndexError) as e:
                 raise LowerError(f"{name}: {e}") from None
         for v in ins:
-            if isinstance(v, Dyn) and v.kind == "int" and name in ARITH:
+            if isinstance(v, Dyn) and v.kind == "int" and name in ARITH and not ints:
                 raise LowerError(f"{name} on integer values computed from the input")
         proxies = [None if v is None else (v.value if isinstance(v, Const) and v.kind == "int" else
                                            np.zeros(v.shape, dtype=np.int64 if v.kind == "int" else object))
@@ -211,7 +215,6 @@ class Lowering:
             raise LowerError(f"{name}: {' '.join(str(e).split())}") from None
         node_outs = list(self.node.output)
         outs, names = [], []
-        kind = "rat" if name in ARITH else "int" if name in ("IsNaN", "IsInf") else _kind(name, ins)
         for i, shp in enumerate(shapes):
             nm = self.fresh(node_outs[i] if i < len(node_outs) and node_outs[i] else f"{self.node.name}_out{i}")
             names.append(nm)
@@ -223,6 +226,8 @@ class Lowering:
             in_names.append(v.name if isinstance(v, Dyn) else self.const_name(v, f"{names[0]}__in{i}"))
         at = {k: (rational_str(v) if ATTRS.get(name, {}).get(k) is Fraction else v) for k, v in attrs.items()}
         self.nodes.append({"op": name, "inputs": in_names, "outputs": names, "attrs": at})
+        if name in BOOLS:
+            self.bools.update(names)
         return outs
 
     def unused(self, node, outputs, what):
@@ -280,8 +285,9 @@ def _where(model, node) -> str:
     return f"node {node.name or '(unnamed)'!r}, output of {uniq(src)}, input of {uniq(dst)}"
 
 
-def lower(model, n: int, dim: Optional[int] = None) -> Lowered:
-    """Lower a checked ModelProto for examples of length ``n`` (token ids, or vectors of ``dim``)."""
+def lower(model, n: int, dim: Optional[int] = None, shape: Optional[Tuple[int, ...]] = None) -> Lowered:
+    """Lower a checked ModelProto for examples of length ``n`` (token ids, or vectors of ``dim``), or for
+    float tensors of ``shape`` (an image C x H x W: the graph input is [1, *shape])."""
     g = model.graph
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     cx = Lowering(model, opset)
@@ -299,7 +305,7 @@ def lower(model, n: int, dim: Optional[int] = None) -> Lowered:
 
     is_int = tt.elem_type in (TensorProto.INT64, TensorProto.INT32, TensorProto.INT16, TensorProto.INT8,
                               TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64)
-    want = (1, n) if is_int else (1, n, dim)
+    want = (1, n) if is_int else (1, *shape) if shape is not None else (1, n, dim)
     if not is_int and dim is None:
         raise VerifyInputError(f"the model's input {inp.name!r} takes float vectors; the data holds token ids")
     if is_int and dim is not None:
@@ -358,7 +364,7 @@ def lower(model, n: int, dim: Optional[int] = None) -> Lowered:
     nodes, constants = _prune(cx.nodes, cx.constants, out.name)
     vocab = _vocab(nodes, constants, inp.name) if is_int else None
     return Lowered(inp.name, out.name, "tokens" if is_int else "vectors", n, dim, vocab, out.shape, constants,
-                   nodes, counts)
+                   nodes, counts, None if is_int or shape is None else tuple(shape))
 
 
 def _prune(nodes, constants, output):
@@ -378,16 +384,16 @@ def _vocab(nodes, constants, input_name):
     vocab = []
     for nd in nodes:
         if nd["op"] in ("Reshape", "Unsqueeze", "Squeeze", "Identity", "Transpose", "Slice", "Concat", "Split") and \
-                nd["inputs"] and nd["inputs"][0] in ids:
-            ids.update(nd["outputs"])
+                nd["inputs"] and nd["inputs"][0] in ids or nd["op"] == "Where" and set(nd["inputs"][1:]) & ids:
+            ids.update(nd["outputs"])  # still token ids (Where: masked_fill of ids, e.g. -100 -> pad)
         elif nd["op"] == "Gather" and len(nd["inputs"]) == 2 and nd["inputs"][1] in ids:
             data = constants.get(nd["inputs"][0])
             if data is None:
                 raise VerifyInputError(f"the token ids index {nd['inputs'][0]!r}, which is not a stored embedding")
             vocab.append(data["shape"][nd["attrs"].get("axis", 0)])
-        elif any(i in ids for i in nd["inputs"]) and nd["op"] != "Gather":
+        elif any(i in ids for i in nd["inputs"]) and nd["op"] not in {"Gather", "CumSum"} | BOOLS | INT_ARITH:
             raise VerifyInputError(f"the token ids feed {nd['op']} ({nd['outputs'][0]!r}): only embeddings "
-                                   "(Gather) and shape operators may take them")
+                                   "(Gather), shape operators, comparisons and integer arithmetic may take them")
     if not vocab:
         raise VerifyInputError("the token ids reach no embedding (Gather on a stored table)")
     return min(vocab)

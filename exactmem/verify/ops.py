@@ -200,10 +200,10 @@ def lower_squeeze(cx, node, ins, at):
 
 
 def lower_where(cx, node, ins, at):
-    if isinstance(ins[0], Dyn) and ins[0].name in cx.bools:  # IsNaN's output: 0/1 ints
+    if isinstance(ins[0], Dyn) and ins[0].name in cx.bools:  # 0/1 ints: IsNaN, a comparison, Not/And/Or, ...
         return cx.op("Where", ins, {}, 1)
     if not isinstance(ins[0], Const):
-        raise LowerError("Where with a condition computed from the input (other than IsNaN's)")
+        raise LowerError("Where with a computed condition that is not a comparison's, IsNaN's or a logic op's")
     cond = Const(np.asarray(ins[0].value).astype(bool).astype(np.int64), "int", ins[0].name)
     return cx.op("Where", [cond] + ins[1:], {}, 1)
 
@@ -214,6 +214,45 @@ def lower_isnan(cx, node, ins, at):
     outs = cx.op(node.op_type, ins, a, 1)
     cx.bools.update(v.name for v in outs if isinstance(v, Dyn))
     return outs
+
+
+def _int_op(fold):
+    """A comparison or Not/And/Or: folded on constants, else the table op (0/1 ints, `cx.bools`)."""
+
+    def lower(cx, node, ins, at):
+        if all(isinstance(v, Const) for v in ins):
+            return fold(cx, node, ins, at)
+        for v in ins if node.op_type in ("Not", "And", "Or") else ():
+            if isinstance(v, Dyn) and v.name not in cx.bools:
+                raise LowerError(f"{node.op_type} of computed integers that are not 0/1 (a comparison's)")
+        return cx.op(node.op_type, [v if isinstance(v, Dyn) or node.op_type not in ("Not", "And", "Or") else
+                                    Const(np.asarray(v.value).astype(bool).astype(np.int64), "int") for v in ins], {}, 1)
+
+    return lower
+
+
+def truth(cx, x):
+    """A computed value as 0/1 ints (ONNX's Cast to bool: x != 0): itself when already 0/1, else Not(Equal(x, 0))."""
+    if x.name in cx.bools:
+        return x
+    zero = int_const(0) if x.kind == "int" else Const(np.array(Fraction(0), dtype=object), "rat")
+    return cx.op("Not", cx.op("Equal", [x, zero], {}, 1), {}, 1)[0]
+
+
+def lower_cumsum(cx, node, ins, at):
+    axis = _const_ints(ins[1], "CumSum's axis")
+    a = {k: int(at.get(k, 0)) for k in ("exclusive", "reverse")}
+    return cx.op("CumSum", [ins[0], int_const(axis)], a, 1)
+
+
+def lower_log_softmax(cx, node, ins, at):
+    """LogSoftmax = Log(Softmax(x)): both enclosures are monotone (docs/verify-format.md)."""
+    return cx.op("Log", lower_softmax(cx, node, ins, at), {}, 1)
+
+
+def lower_mish(cx, node, ins, at):
+    """Mish = x · tanh(softplus(x))."""
+    return cx.op("Mul", [ins[0]] + cx.op("Tanh", cx.op("Softplus", ins, {}, 1), {}, 1), {}, 1)
 
 
 def lower_pow(cx, node, ins, at):
@@ -327,9 +366,13 @@ def _cast(cx, node, ins, at):
                     TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64, TensorProto.BOOL)
     x = ins[0]
     if isinstance(x, Dyn):
-        if (x.kind == "int") != to_int:
-            raise LowerError("Cast between integer and float types of a value computed from the input")
-        return [x]  # float -> float: the real-number network has no rounding to undo
+        if to == TensorProto.BOOL:
+            return [truth(cx, x)]
+        if to_int and x.kind != "int":
+            raise LowerError("Cast from a float type to an integer type of a value computed from the input")
+        # int -> int: the same integers; int -> float: the same numbers, as rationals; float -> float: the
+        # real-number network has no rounding to undo
+        return [x if to_int or x.kind != "int" else Dyn(x.name, x.shape, "rat")]
     if to == TensorProto.BOOL:
         return [int_const(np.asarray([v != 0 for v in x.value.reshape(-1)]).reshape(x.shape).astype(np.int64))]
     if to_int:
@@ -402,12 +445,18 @@ LOWER = {
     # constant sub-graphs only (folded exactly; an error when they depend on the input)
     "Constant": lower_constant, "Shape": lower_shape, "Size": lower_size, "ConstantOfShape": lower_constant_of_shape,
     "Range": _fold(_range), "Trilu": _fold(_trilu), "Tile": _fold(_gather_const_free),
-    "Equal": _fold(_cmp(lambda x, y: x == y), "int"), "Less": _fold(_cmp(lambda x, y: x < y), "int"),
-    "Greater": _fold(_cmp(lambda x, y: x > y), "int"), "LessOrEqual": _fold(_cmp(lambda x, y: x <= y), "int"),
-    "GreaterOrEqual": _fold(_cmp(lambda x, y: x >= y), "int"),
-    "Not": _fold(lambda v, at, ins: np.logical_not(np.asarray(v[0]).astype(bool)), "int"),
-    "And": _fold(lambda v, at, ins: np.logical_and(np.asarray(v[0]).astype(bool), np.asarray(v[1]).astype(bool)), "int"),
-    "Or": _fold(lambda v, at, ins: np.logical_or(np.asarray(v[0]).astype(bool), np.asarray(v[1]).astype(bool)), "int"),
+    # comparisons and logic: folded on constants, else table ops (0/1 ints)
+    "Equal": _int_op(_fold(_cmp(lambda x, y: x == y), "int")), "Less": _int_op(_fold(_cmp(lambda x, y: x < y), "int")),
+    "Greater": _int_op(_fold(_cmp(lambda x, y: x > y), "int")),
+    "LessOrEqual": _int_op(_fold(_cmp(lambda x, y: x <= y), "int")),
+    "GreaterOrEqual": _int_op(_fold(_cmp(lambda x, y: x >= y), "int")),
+    "Not": _int_op(_fold(lambda v, at, ins: np.logical_not(np.asarray(v[0]).astype(bool)), "int")),
+    "And": _int_op(_fold(lambda v, at, ins: np.logical_and(np.asarray(v[0]).astype(bool), np.asarray(v[1]).astype(bool)),
+                         "int")),
+    "Or": _int_op(_fold(lambda v, at, ins: np.logical_or(np.asarray(v[0]).astype(bool), np.asarray(v[1]).astype(bool)),
+                        "int")),
+    "CumSum": lower_cumsum, "Log": _table("Log"), "Softplus": _table("Softplus"), "Sin": _table("Sin"),
+    "Cos": _table("Cos"), "LogSoftmax": lower_log_softmax, "Mish": lower_mish,
     "Mod": _fold(lambda v, at, ins: _mod(v, at)),
     "Abs": _fold(lambda v, at, ins: np.vectorize(abs, otypes=[object])(v[0])),
     "Min": _fold(lambda v, at, ins: _reduce_pairs(v, min)), "Max": _fold(lambda v, at, ins: _reduce_pairs(v, max)),

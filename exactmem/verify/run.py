@@ -258,7 +258,7 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
         from .readout import read_position
 
         mp = load_onnx(read_position(mp, int(ex.position)))
-    lowered = lower(mp, ex.n, ex.dim)
+    lowered = lower(mp, ex.n, ex.dim, ex.shape)
     C = lowered.n_classes
     if ex.position == "all" and len(lowered.out_shape) != 3:
         raise VerifyInputError(f"position all needs a [1, n, C] output; the model gives {list(lowered.out_shape)}")
