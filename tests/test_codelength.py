@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from exactmem.kernel.checker import check_certificate
-from exactmem.kernel.codelength import prediction_bits
+from exactmem.kernel.graph import run_graph
 from exactmem.kernel.limits import Budget
 from exactmem.kernel.schema import MalformedCertificate, canonical_hash, parse_certificate
 
@@ -45,13 +45,25 @@ def exact_bits(scores, y, dps=60):
                                       ([Fraction(0)] * 4, 2),
                                       ([Fraction(40), Fraction(-40), Fraction(1, 7)], 1)])
 def test_kernel_encloses_minus_log2_p_and_tightens_with_precision(scores, y):
-    truth = exact_bits(scores, y)
-    widths = []
+    """The log2-probability readout the producer appends, evaluated by the kernel on hand-made scores
+    (a vectors graph whose network is the identity), encloses −log₂ p(y) to 60 digits."""
+    from exactmem.verify.codelength import log2_readout
+
+    C = len(scores)
+    model = {"input": {"type": "vectors", "dim": C}, "readout": {"position": "last", "decode": "argmax"},
+             "graph": {"input": "x", "output": "s", "constants": {},
+                       "nodes": [{"op": "Identity", "inputs": ["x"], "outputs": ["s"], "attrs": {}}]}}
+    model = log2_readout(model, C)
+    doc = {"format": "exactmem-certificate", "version": 1, "theorem": "t", "instance": "i", "seed": None,
+           "model": model, "dataset": {"inputs": [[[f"{v.numerator}/{v.denominator}" for v in scores]]],
+                                       "labels": [y]},
+           "outputs": ["unknown"], "claims": [], "check": {"error_bound": None, "max_precision": 4096}}
+    doc["hash"] = canonical_hash(doc)
+    cert = parse_certificate(doc)
+    truth, widths = exact_bits(scores, y), []
     for F in (64, 128):
-        s = F  # the scores as points over 2^F (rounded outward when not dyadic)
-        lo = [(v.numerator << s) // v.denominator for v in scores]
-        hi = [-((-v.numerator << s) // v.denominator) for v in scores]
-        a, b = prediction_bits(lo, hi, y, s, F, Budget())
+        [(lo, hi, _)], s = run_graph(cert.graph, cert.inputs[0], False, F, Budget(), "last")
+        a, b = Fraction(-hi[y], 1 << s), Fraction(-lo[y], 1 << s)
         with mpmath.workdps(60):
             assert mpmath.mpf(a.numerator) / a.denominator <= truth <= mpmath.mpf(b.numerator) / b.denominator
         widths.append(b - a)
