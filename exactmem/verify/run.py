@@ -12,6 +12,7 @@ import contextlib
 import io
 import math
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -91,7 +92,7 @@ def export_torch(module, example: np.ndarray, quiet: bool = True, forward=None, 
         x = x.float()
     sink = io.StringIO() if quiet else sys.stderr
     try:
-        with torch.no_grad(), contextlib.redirect_stdout(sink):
+        with torch.no_grad(), contextlib.redirect_stdout(sink), no_fastpath(torch):
             pick_output(module(x) if forward is None else forward(module, x), output)  # a wrong name: said first
             prog = torch.onnx.export(_Logits(module).eval(), (x,), dynamo=True, verbose=False)
     except VerifyInputError:
@@ -101,6 +102,23 @@ def export_torch(module, example: np.ndarray, quiet: bool = True, forward=None, 
     finally:
         module.train(was_training)
     return prog.model_proto
+
+
+@contextlib.contextmanager
+def no_fastpath(torch):
+    """PyTorch's fused attention fast path switched off (and restored): under ``no_grad`` an eval-mode
+    ``nn.TransformerEncoderLayer`` or ``nn.MultiheadAttention`` runs ``aten._transformer_encoder_layer_fwd``
+    or ``_native_multi_head_attention``, which neither ONNX exporter translates."""
+    mha = getattr(getattr(torch, "backends", None), "mha", None)
+    if mha is None or not hasattr(mha, "set_fastpath_enabled"):
+        yield
+        return
+    was = mha.get_fastpath_enabled()
+    mha.set_fastpath_enabled(False)
+    try:
+        yield
+    finally:
+        mha.set_fastpath_enabled(was)
 
 
 def float_initializer_entries(mp) -> int:
@@ -139,7 +157,8 @@ def export_cause(e: BaseException) -> str:
         if nxt is None:
             break
         inner = nxt
-    first = lambda x: next((ln.strip() for ln in str(x).splitlines() if ln.strip()), type(x).__name__)  # noqa: E731
+    plain = lambda x: re.sub(r"\x1b\[[0-9;]*m", "", str(x))  # noqa: E731 - the exporter colours its text
+    first = lambda x: next((ln.strip() for ln in plain(x).splitlines() if ln.strip()), type(x).__name__)  # noqa: E731
     a, b = first(e), first(inner)
     return a if a == b else f"{type(inner).__name__}: {b} (from: {a})"
 
