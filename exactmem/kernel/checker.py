@@ -12,9 +12,8 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Callable, Iterable, List, Optional, Tuple
 
-from .codelength import measure_example
 from .evaluate import Undecided, judge_example, layer_example  # noqa: F401 (re-exported)
-from .fields import unexpected  # noqa: F401 (re-exported: the command's one-line errors)
+from .fields import bad, unexpected  # noqa: F401 (re-exported: the command's one-line errors)
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES, DataFacts
 from .formulas import check_formulas
 from .graph import NAMES, run_graph
@@ -26,6 +25,10 @@ from .verdict import Verdict  # noqa: F401 (re-exported: the kernel's public ans
 
 LOWER_BOUND_FORMAT = "exactmem-lower-bound"  # checked by lowerbound.check_lower_bound
 SOFTMAX2_MAX_SPREAD = Limits().max_value_bits  # default largest softmax2 score spread max s − min s evaluated
+REFUTED_BY = {  # an example's refutation message, by its witness's reason
+    "verdict": "the claimed verdict {claimed!r} is contradicted by the re-derived scores",
+    "codelength": "the claimed code length {claimed} bits is below the re-derived lower bound {lower_bound}",
+    "outputs": "claimed output differs from the re-derived output", "label": "label not met by the re-derived output"}
 
 
 def judge_verdict(cert: ParsedCertificate, e: int, cols, s: int) -> Tuple[str, Optional[dict]]:
@@ -34,17 +37,16 @@ def judge_verdict(cert: ParsedCertificate, e: int, cols, s: int) -> Tuple[str, O
     every position the label's lower bound exceeds every other upper bound, surely fails when at some
     position another lower bound is >= the label's upper bound (exact ties fail) or a score is NaN
     (no argmax). ±∞ compare as extended reals. 'pass' if the claim is confirmed; 'fail' with a
-    witness if the intervals contradict it; else 'undecided'."""
+    witness if the intervals contradict it; else 'undecided'. A claim 'unknown' is not judged. With
+    code-length claims, a confirmed (or unclaimed) verdict is followed by `_code_length`."""
     claimed, labels = cert.outputs[e], cert.labels[e] if cert.position == "all" else [cert.labels[e]]
-    found, shown = [], []
+    found = []
     for t, ((lo, hi, sp), lab) in enumerate(zip(cols, labels)):
         if lab >= len(lo):
-            raise MalformedCertificate(f"dataset.labels[{e}]: class {lab} out of range (the graph gives {len(lo)} "
-                                       "scores)")
+            bad(f"dataset.labels[{e}]", f"class {lab} out of range (the graph gives {len(lo)} scores)")
         if sp:  # ±∞ become points below / above every finite bound of the row: the same order
             m, M = min(lo) - 1, max(hi) + 1
             lo, hi = ([M if c == 1 else m if c == -1 else v for c, v in zip(sp, b)] for b in (lo, hi))
-        shown.append(sp)
         others = [k for k in range(len(lo)) if k != lab]
         top = max(others, key=hi.__getitem__, default=None)
         low = max(others, key=lo.__getitem__, default=None)
@@ -53,14 +55,38 @@ def judge_verdict(cert: ParsedCertificate, e: int, cols, s: int) -> Tuple[str, O
                      ("pass", t, top, lo, hi) if top is None or lo[lab] > hi[top] else
                      ("fail", t, low, lo, hi) if lo[low] >= hi[lab] else ("undecided", t, top, lo, hi))
     got = next((f for f in found if f[0] == "fail"), found[0] if all(f[0] == "pass" for f in found) else None)
-    if got is None or got[0] == claimed:
-        return ("undecided" if got is None else "pass"), None
+    if claimed == "unknown" or got is not None and got[0] == claimed:  # confirmed or not claimed: code lengths next
+        return ("pass", None) if cert.codelengths is None else _code_length(cert, e, cols, s, labels)
+    if got is None:
+        return "undecided", None
     _, t, k, lo, hi = got
-    lab, sp = labels[t], shown[t]
+    lab, sp = labels[t], cols[t][2]
     w = {"example": e + cert.first, "reason": "verdict", "claimed": claimed, "classes": [lab, k],
          "scores": [NAMES[sp[j]] if sp and sp[j] else fmt([Fraction(lo[j], 1 << s), Fraction(hi[j], 1 << s)])
                     for j in (lab, k) if j is not None]}
     return "fail", {**w, "position": t} if cert.position == "all" else w
+
+
+def _code_length(cert: ParsedCertificate, e: int, cols, s: int, labels) -> Tuple[str, Optional[dict]]:
+    """Example e's claimed code length c (``docs/verify-format.md`` § Code length). A certificate with a
+    ``codelength_bits`` claim has a graph whose output is log₂ of the model's probabilities (the producer
+    appends ``(x − ln Σ exp x) / ln 2`` to the network: ops the graph evaluator encloses, with the same
+    argmax as the logits), and claims per example an upper bound c on its code length, Σ over the read
+    positions of −log₂ p(label). With the output enclosed in [lo, hi] over 2^s, that sum lies in
+    [Σ −hi_label, Σ −lo_label] / 2^s: 'pass' when the upper end is at most c, 'fail' (REFUTED, with a
+    witness) when the lower end exceeds c; else undecided (more bits), and always so when a score is
+    a special value (no finite code length is shown)."""
+    if any(sp for _, _, sp in cols):
+        raise Undecided()
+    c = cert.codelengths[e]
+    low = Fraction(-sum(hi[y] for (_, hi, _), y in zip(cols, labels)), 1 << s)
+    high = Fraction(-sum(lo[y] for (lo, _, _), y in zip(cols, labels)), 1 << s)
+    if high <= c:
+        return "pass", None
+    if low > c:
+        return "fail", {"example": e + cert.first, "reason": "codelength", "claimed": fmt(c), "lower_bound": fmt(low),
+                        "upper_bound": fmt(high)}
+    raise Undecided()
 
 
 def check_claims(cert: ParsedCertificate, data: bool = False, skip=(), budget: Optional[Budget] = None,
@@ -145,13 +171,11 @@ def precision_cap(cert: ParsedCertificate, max_precision: Optional[int], limits:
 
 def _example(cert: ParsedCertificate, e: int, cap: int, budget: Budget):
     """(status, witness, precision used) of example e: a graph model's in intervals throughout, doubling
-    the precision while undecided (a claim "unknown" is not evaluated); a layer model's by
+    the precision while undecided (a claim "unknown" without a code length is not evaluated); a layer model's by
     `evaluate.layer_example` (which answers a REFUTED Verdict for a softmax2 score that is not an integer)."""
     if cert.graph is None:
         return layer_example(cert, e, cap, budget, _ladder)
-    if cert.codelengths is not None:  # code-length claims: codelength.py (its own base)
-        return _ladder(cap, lambda p: measure_example(cert, e, p, budget, judge_verdict))
-    if cert.outputs[e] == "unknown":
+    if cert.outputs[e] == "unknown" and cert.codelengths is None:
         return "pass", None, None
     return _ladder(cap, lambda p: judge_verdict(cert, e, *run_graph(cert.graph, cert.inputs[e], cert.tokens, p, budget,
                                                                      cert.position)))
@@ -208,12 +232,7 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
         if status == "pass" and facts is not None:
             facts.confirm(cert.outputs[e], cert.codelengths and cert.codelengths[e])
         if status == "fail":
-            what = f"the claimed code length {wit['claimed']} bits is below the re-derived lower bound " \
-                f"{wit['lower_bound']}" if wit["reason"] == "codelength" else \
-                f"the claimed verdict {wit.get('claimed')!r} is contradicted by the re-derived scores" if wit[
-                "reason"] == "verdict" else ("claimed output differs from" if wit["reason"] == "outputs" else
-                                             "label not met by") + " the re-derived output"
-            return Verdict("REFUTED", wit, f"example {g}: {what}", used, m)
+            return Verdict("REFUTED", wit, f"example {g}: " + REFUTED_BY[wit["reason"]].format(**wit), used, m)
         if status == "undecided":
             undecided.append(g)
     if not undecided:

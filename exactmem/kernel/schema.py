@@ -282,8 +282,7 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
         layers, softmax_at, m, sizes, facts = read_layers(rd, model["layers"], m, tokens, decode, eps)
     cl = graph is not None and any(isinstance(c, dict) and c.get("quantity") == "codelength_bits" for c in
                                    doc["claims"] if isinstance(doc["claims"], list))  # outputs carry code lengths
-    spec = (in_size if tokens else None, None if tokens else in_size, position, m, facts, shape if "shape" in inp else None,
-            cl)
+    spec = (in_size if tokens else None, None if tokens else in_size, position, m, facts, graph and graph.shape, cl)
     chunks = None
     if doc["version"] == 1:
         ds = _obj(doc["dataset"], "dataset", ("inputs", "labels"))
@@ -356,8 +355,7 @@ def _examples(rd: _Reader, spec: tuple, ds: dict, outs, where: str, out_where: s
                           else integer(ys[e], lp, 0))
             o, p = outs[e], f"{out_where}outputs[{e}]"
             if cl:  # a codelength_bits claim: each output is {"verdict": ..., "codelength": bits}
-                o = _obj(o, p, ("verdict", "codelength"))
-                codes.append(rd.rat(o["codelength"], f"{p}.codelength"))
+                codes.append(rd.rat(_obj(o, p, ("verdict", "codelength"))["codelength"], f"{p}.codelength"))
                 o, p = o["verdict"], f"{p}.verdict"
             outputs.append(_str(o, p, VERDICTS))
         else:
