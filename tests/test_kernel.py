@@ -29,13 +29,13 @@ CLI_DIR = ROOT / "exactmem" / "cli"
 # is checked (test_each_verdict_runs_only_its_trusted_base traces it); docs/certificate.md states them.
 BASES = {
     "layer-model": ("text.py", "limits.py", "verdict.py", "fields.py", "linear.py", "schema.py", "layerschema.py",
-                    "enclosure.py", "evaluate.py", "checker.py", "facts.py", "geometry.py"),
+                    "enclosure.py", "interval.py", "evaluate.py", "checker.py", "facts.py", "geometry.py"),
     "graph-model": ("text.py", "limits.py", "verdict.py", "fields.py", "schema.py", "enclosure.py", "checker.py", "facts.py",
                     "fixedpoint.py", "graph.py"),
-    "lower-bound": ("text.py", "limits.py", "verdict.py", "fields.py", "schema.py", "enclosure.py", "checker.py",
-                    "logarithm.py", "expression.py", "lowerbound.py"),
+    "lower-bound": ("text.py", "limits.py", "verdict.py", "fields.py", "schema.py", "enclosure.py", "interval.py",
+                    "checker.py", "logarithm.py", "expression.py", "lowerbound.py"),
     # a layer model's claim formulas (formulas.check_formulas): that each bound is its formula's value
-    "claim-formula": ("text.py", "limits.py", "verdict.py", "fields.py", "enclosure.py", "logarithm.py",
+    "claim-formula": ("text.py", "limits.py", "verdict.py", "fields.py", "enclosure.py", "interval.py", "logarithm.py",
                       "expression.py", "formulas.py"),
 }
 KERNEL = tuple(dict.fromkeys(f for files in BASES.values() for f in files))  # every kernel file, once

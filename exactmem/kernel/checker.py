@@ -12,23 +12,21 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Callable, Iterable, List, Optional, Tuple
 
-from .evaluate import Undecided, judge_example, layer_example  # noqa: F401 (re-exported)
+from .evaluate import LAYER_REFUTED_BY, SOFTMAX2_MAX_SPREAD, Undecided, judge_example, layer_example  # noqa: F401
 from .fields import bad, unexpected  # noqa: F401 (re-exported: the command's one-line errors)
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES, DataFacts
 from .formulas import check_formulas
 from .graph import NAMES, run_graph
 from .limits import DEFAULT_MAX_PRECISION, START_PRECISION, Budget, LimitExceeded, Limits
+from .lowerbound import FORMAT as LOWER_BOUND_FORMAT, check_lower_bound  # a lower-bound document: its own base
 from .schema import (OPS, MalformedCertificate, ParsedCertificate, canonical_hash,  # noqa: F401 (re-exported)
                      decode_certificate, integer, load_certificate, parse_certificate, parse_chunk)
 from .text import SHORT, fmt
 from .verdict import Verdict  # noqa: F401 (re-exported: the kernel's public answer)
 
-LOWER_BOUND_FORMAT = "exactmem-lower-bound"  # checked by lowerbound.check_lower_bound
-SOFTMAX2_MAX_SPREAD = Limits().max_value_bits  # default largest softmax2 score spread max s − min s evaluated
-REFUTED_BY = {  # an example's refutation message, by its witness's reason
-    "verdict": "the claimed verdict {claimed!r} is contradicted by the re-derived scores",
-    "codelength": "the claimed code length {claimed} bits is below the re-derived lower bound {lower_bound}",
-    "outputs": "claimed output differs from the re-derived output", "label": "label not met by the re-derived output"}
+REFUTED_BY = {**LAYER_REFUTED_BY,  # an example's refutation message, by its witness's reason
+              "verdict": "the claimed verdict {claimed!r} is contradicted by the re-derived scores",
+              "codelength": "the claimed code length {claimed} bits is below the re-derived lower bound {lower_bound}"}
 
 
 def judge_verdict(cert: ParsedCertificate, e: int, cols, s: int) -> Tuple[str, Optional[dict]]:
@@ -102,8 +100,7 @@ def check_claims(cert: ParsedCertificate, data: bool = False, skip=(), budget: O
     for raw, q, op, bound in cert.claims:
         if (q in DATA_QUANTITIES or q in VERDICT_QUANTITIES) != data or q in skip:
             continue
-        holds = op in (">=", ">") if m[q] is None else OPS[op](m[q], bound)
-        if not holds:
+        if not (op in (">=", ">") if m[q] is None else OPS[op](m[q], bound)):
             shown = dict(raw) if len(raw["bound"]) <= SHORT else {**raw, "bound": fmt(bound)}
             got = "none (fewer than two distinct tokens)" if m[q] is None else fmt(m[q])
             return Verdict("REFUTED", {"claim": shown, "bound": fmt(bound), "measured": str(got)},
@@ -196,8 +193,7 @@ def _ladder(cap: int, attempt: Callable):
 
 def _certified(cert: ParsedCertificate, n: int, used: Optional[int], where: str = "") -> Verdict:
     tail = f"interval precision up to {used} bits" if used is not None else "exact"
-    return Verdict("CERTIFIED", None, f"all {n} {_plural(n, 'example')} pass and {_claims_hold(cert)} "
-                                      f"({tail}{where})",
+    return Verdict("CERTIFIED", None, f"all {n} {_plural(n, 'example')} pass and {_claims_hold(cert)} ({tail}{where})",
                    used, cert.measured)
 
 
@@ -210,12 +206,9 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
     used, undecided, notes, m, todo, hit = None, [], [], cert.measured, list(examples), "max_value_bits"
     for done, e in enumerate(todo):
         g = e + cert.first
-        if budget.on_example is not None:
-            budget.on_example(g)
-        if facts is not None:
-            earlier = facts.add(g, cert.inputs[e], cert.labels[e])
-            if earlier is not None:
-                return conflict_verdict(cert, earlier, g, cert.labels[e])
+        budget.on_example(g)
+        if facts is not None and (earlier := facts.add(g, cert.inputs[e], cert.labels[e])) is not None:
+            return conflict_verdict(cert, earlier, g, cert.labels[e])
         try:
             budget.tick()
             r = _example(cert, e, cap, budget)
@@ -240,10 +233,8 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
     shown = ", ".join(map(str, undecided[:10])) + (", ..." if len(undecided) > 10 else "")
     at = f" at precision {cap}" if cert.softmax_at is not None else ""
     msg = f"{len(undecided)} of {len(todo)} examples undecided{at} (examples {shown})"
-    if notes:  # some examples hit the value limit
-        msg, limit = msg + f"; {'; '.join(notes[:3])}" + ("; ..." if len(notes) > 3 else ""), hit
-    else:
-        msg, limit = str(LimitExceeded("max_precision", msg)), "max_precision"
+    msg, limit = (msg + f"; {'; '.join(notes[:3])}" + ("; ..." if len(notes) > 3 else ""), hit) if notes else \
+        (str(LimitExceeded("max_precision", msg)), "max_precision")  # notes: some examples hit the value limit
     return Verdict("UNKNOWN", None, f"{msg}; no refutation found", used, m, limit)
 
 
@@ -260,12 +251,10 @@ def combine_verdicts(cert: ParsedCertificate, parts: List[Tuple[int, int, object
             return v
         if not isinstance(v, Verdict):
             failed.append(f"examples {lo}..{hi - 1} could not be checked ({type(v).__name__}: {v})")
-    for lo, hi, _ in parts:
+    for lo, hi, _ in parts + [(n, n, None)]:  # the gaps, and any rows past the last part
         if lo != covered:
             failed.append(f"examples {covered}..{lo - 1} were not checked")
         covered = max(covered, hi)
-    if covered != n:
-        failed.append(f"examples {covered}..{n - 1} were not checked")
     if failed:
         return Verdict("UNKNOWN", None, f"{'; '.join(failed[:3])}; no refutation found", None, m)
     used = max((v.precision for _, _, v in parts if v.precision is not None), default=None)
@@ -318,7 +307,6 @@ def check_certificate(doc: dict, max_precision: Optional[int] = None, *, limits:
 
 def _check(doc, max_precision, budget: Budget, read_chunk) -> Verdict:
     if isinstance(doc, dict) and doc.get("format") == LOWER_BOUND_FORMAT:
-        from .lowerbound import check_lower_bound
         return check_lower_bound(doc, budget)
     try:
         cert = parse_certificate(doc, budget)
@@ -328,8 +316,6 @@ def _check(doc, max_precision, budget: Budget, read_chunk) -> Verdict:
     if refuted := check_claims(cert, budget=budget, cap=cap):
         return refuted
     facts = new_facts(cert)
-    if cert.chunks is None:
-        v = check_examples(cert, range(len(cert.inputs)), cap, budget, facts)
-    else:
-        v = check_chunks(cert, read_chunk, cap, budget, facts=facts)
+    v = check_examples(cert, range(len(cert.inputs)), cap, budget, facts) if cert.chunks is None else \
+        check_chunks(cert, read_chunk, cap, budget, facts=facts)
     return conclude(cert, v, facts, budget)

@@ -20,6 +20,8 @@ from __future__ import annotations
 import hashlib
 from typing import Dict, List, Optional, Tuple
 
+from .geometry import norms_and_gaps  # layer models only: graph models claim no token geometry (schema.py)
+
 DATA_QUANTITIES = ("n_examples", "n_rows", "seq_len", "label_classes", "distinct_tokens", "max_norm2", "min_sep2")
 VERDICT_QUANTITIES = ("n_pass", "n_fail", "codelength_bits")  # graph models: confirmed verdicts, code lengths
 CODER_BITS = 2  # codelength_bits = the confirmed code lengths of the distinct inputs + an arithmetic coder's 2 bits
@@ -83,8 +85,7 @@ class DataFacts:
         for t in x:
             tb = self.token_bytes(t)
             h.update(tb)
-            if tb not in self.tokens:
-                self.tokens[tb] = t if self.vectors and not isinstance(t, int) else None
+            self.tokens.setdefault(tb, t if self.vectors and not isinstance(t, int) else None)
         self.seq_len = max(self.seq_len, len(x))
         key = _label_key(label)
         self.classes.update(key if isinstance(key, tuple) and key and isinstance(label[0], (list, int)) else (key,))
@@ -103,13 +104,10 @@ class DataFacts:
         """Count one row; the (row, label key) it conflicts with (same input, another label), else None."""
         self.rows += 1
         old = self.seen.get(digest)
-        if old is None:
-            self.seen[digest] = (row, key)
-            return None
-        self.repeats += 1
-        if row < old[0]:
+        self.repeats += old is not None
+        if old is None or row < old[0]:
             self.seen[digest] = (row, key)  # the earliest row stands for the input
-        return None if old[1] == key else old
+        return None if old is None or old[1] == key else old
 
     def export(self) -> tuple:
         """Picklable facts of one part, for `merge` in the process that combines parts."""
@@ -131,8 +129,7 @@ class DataFacts:
         self.repeats += repeats
         self.seq_len = max(self.seq_len, seq_len)
         self.classes |= classes
-        for k, v in tokens.items():
-            self.tokens.setdefault(k, v)
+        self.tokens.update((k, v) for k, v in tokens.items() if k not in self.tokens)
         return sorted(conflicts, key=lambda p: p[1])
 
     def quantities(self, tick=None) -> Dict[str, object]:
@@ -143,8 +140,6 @@ class DataFacts:
             q.update({"n_" + k: len(v) for k, v in self.verdicts.items()})
         if self.codes is not None:
             q["codelength_bits"] = sum(self.codes.values()) + CODER_BITS
-        if self.vectors:  # layer models only (graph models claim no token geometry): its own module
-            from .geometry import norms_and_gaps
-
+        if self.vectors:  # layer models only: geometry.py
             q.update(norms_and_gaps([v for v in self.tokens.values() if v is not None], tick))
         return q

@@ -175,8 +175,7 @@ class _Reader:
         digits, cap = max(len(m[2]), len(m[3] or "")), self.budget.limits.max_digits
         if digits > cap:
             bad(path, str(LimitExceeded("max_digits", f"a number of {digits} digits, more than {cap}")))
-        num = -parse_int(m[2]) if m[1] else parse_int(m[2])
-        den = parse_int(m[3]) if m[3] else 1
+        num, den = parse_int(m[1] + m[2]), parse_int(m[3] or "1")  # parse_int reads a leading "-"
         if den == 0:
             bad(path, f"zero denominator in {short(x)!r}")
         q = Fraction(num) if den == 1 else Fraction(num, den)
@@ -208,8 +207,8 @@ class _Reader:
         return v
 
 
-def _header(doc, budget: Budget) -> None:
-    """Format, version, fields, hash; then the certificate's ``check.limits`` lower the budget."""
+def _header(doc, budget: Budget) -> dict:
+    """Format, version, fields, hash; then the certificate's ``check.limits`` lower the budget. Returns ``check``."""
     if not isinstance(doc, dict):
         raise MalformedCertificate(f"the certificate must be a JSON object, got {jtype(doc)}")
     _obj(doc, "(top level)", ("format", "version"), None)
@@ -244,14 +243,14 @@ def _header(doc, budget: Budget) -> None:
     if asked.get("time_limit", 1) <= 0:
         bad("check.limits.time_limit", "must be positive seconds")
     budget.restart(budget.limits.lowered(asked))
+    return chk
 
 
 def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate:
     """Validate ``doc`` and verify its hash (MalformedCertificate otherwise); the budget's time
     limit is checked while reading (LimitExceeded)."""
     budget = budget or Budget()
-    _header(doc, budget)
-    rd = _Reader(budget)
+    chk, rd = _header(doc, budget), _Reader(budget)
     model = _obj(doc["model"], "model", ("input", "readout"), ("layers", "graph"))
     if ("graph" in model) == ("layers" in model):
         bad("model", "needs exactly one of 'layers' and 'graph'")
@@ -266,7 +265,6 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     ro = _obj(model["readout"], "model.readout", ("position", "decode"))
     position = _str(ro["position"], "model.readout.position", ("last", "all"))
     decode = _str(ro["decode"], "model.readout.decode", ("identity", "argmax"))
-    chk = doc["check"]
     eps = None if chk["error_bound"] is None else rd.rat(chk["error_bound"], "check.error_bound")
     if eps is not None and eps < 0:
         bad("check.error_bound", "must be >= 0")
