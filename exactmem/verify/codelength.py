@@ -41,7 +41,7 @@ def log2_readout(model_json: Dict[str, Any], classes: int) -> Dict[str, Any]:
     """``model_json`` with ``(x − ln Σ_k exp x_k) / ln 2`` appended to its output x: log₂ of the model's
     probabilities, in table ops (Exp, MatMul by ones, Log, Sub, Div) that the kernel encloses. Each row
     is the logits less one common value times a positive constant, so its argmax (and every verdict)
-    is the logits'. The kernel reads the code length off this output (`exactmem.kernel.codelength`)."""
+    is the logits'. The kernel reads the code length off this output (`exactmem.kernel.checker._code_length`)."""
     g = dict(model_json["graph"])
     x, p = g["output"], "codelength/"
     g["constants"] = {**g["constants"], p + "ones": {"shape": [classes, 1], "values": ["1"] * classes},
