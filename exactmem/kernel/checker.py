@@ -12,7 +12,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Callable, Iterable, List, Optional, Tuple
 
-from .evaluate import LAYER_REFUTED_BY, SOFTMAX2_MAX_SPREAD, Undecided, judge_example, layer_example  # noqa: F401
+from .evaluate import LAYER_MESSAGES, SOFTMAX2_MAX_SPREAD, Undecided, judge_example, layer_example  # noqa: F401
 from .fields import bad, unexpected  # noqa: F401 (re-exported: the command's one-line errors)
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES, DataFacts
 from .formulas import check_formulas
@@ -24,8 +24,8 @@ from .schema import (OPS, MalformedCertificate, ParsedCertificate, canonical_has
 from .text import SHORT, fmt
 from .verdict import Verdict  # noqa: F401 (re-exported: the kernel's public answer)
 
-REFUTED_BY = {**LAYER_REFUTED_BY,  # an example's refutation message, by its witness's reason
-              "verdict": "the claimed verdict {claimed!r} is contradicted by the re-derived scores",
+# an example's refutation message, by its witness's reason (layer models' reasons: evaluate.py)
+REFUTED_BY = {**LAYER_MESSAGES, "verdict": "the claimed verdict {claimed!r} is contradicted by the re-derived scores",
               "codelength": "the claimed code length {claimed} bits is below the re-derived lower bound {lower_bound}"}
 
 
@@ -73,18 +73,17 @@ def _code_length(cert: ParsedCertificate, e: int, cols, s: int, labels) -> Tuple
     positions of −log₂ p(label). With the output enclosed in [lo, hi] over 2^s, that sum lies in
     [Σ −hi_label, Σ −lo_label] / 2^s: 'pass' when the upper end is at most c, 'fail' (REFUTED, with a
     witness) when the lower end exceeds c; else undecided (more bits), and always so when a score is
-    a special value (no finite code length is shown)."""
-    if any(sp for _, _, sp in cols):
-        raise Undecided()
+    a special value (no finite code length is shown). That the output rows are log₂ probabilities is
+    not checked here: it is the appended readout's (``docs/certificate.md`` § *What you must trust*)."""
     c = cert.codelengths[e]
     low = Fraction(-sum(hi[y] for (_, hi, _), y in zip(cols, labels)), 1 << s)
     high = Fraction(-sum(lo[y] for (lo, _, _), y in zip(cols, labels)), 1 << s)
+    if any(sp for _, _, sp in cols) or low <= c < high:
+        raise Undecided()  # a special value (its bounds are placeholders), or c within the enclosure
     if high <= c:
         return "pass", None
-    if low > c:
-        return "fail", {"example": e + cert.first, "reason": "codelength", "claimed": fmt(c), "lower_bound": fmt(low),
-                        "upper_bound": fmt(high)}
-    raise Undecided()
+    return "fail", {"example": e + cert.first, "reason": "codelength", "claimed": fmt(c), "lower_bound": fmt(low),
+                    "upper_bound": fmt(high)}
 
 
 def check_claims(cert: ParsedCertificate, data: bool = False, skip=(), budget: Optional[Budget] = None,

@@ -257,8 +257,8 @@ def interval_suffix(cert, cols: List[List[int]], D: int, stop: int, p: int, budg
 # ------------------------------------------------ judging a layer model's example (re-exported by checker)
 
 SOFTMAX2_MAX_SPREAD = Limits().max_value_bits  # default largest softmax2 score spread max s − min s evaluated
-LAYER_REFUTED_BY = {"outputs": "claimed output differs from the re-derived output",  # checker.REFUTED_BY's
-                    "label": "label not met by the re-derived output"}
+LAYER_MESSAGES = {"outputs": "claimed output differs from the re-derived output",  # refutations: checker.REFUTED_BY
+                  "label": "label not met by the re-derived output"}
 
 
 def _judge_column(col, label, decode: str, eps: Optional[Fraction]) -> str:
