@@ -102,10 +102,9 @@ def read_bytes(path: str, limits: Optional[Limits] = None, name: Optional[str] =
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     link = MalformedCertificate(f"{what} is a symbolic link (chunk files must be regular files in the "
                                 "certificate's folder)")
-    if not follow:
-        if os.path.islink(path):  # also where O_NOFOLLOW does not exist
-            raise link
-        flags |= getattr(os, "O_NOFOLLOW", 0)
+    if not follow and os.path.islink(path):  # also where O_NOFOLLOW does not exist
+        raise link
+    flags |= 0 if follow else getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
     except OSError as e:
@@ -250,7 +249,8 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     """Validate ``doc`` and verify its hash (MalformedCertificate otherwise); the budget's time
     limit is checked while reading (LimitExceeded)."""
     budget = budget or Budget()
-    chk, rd = _header(doc, budget), _Reader(budget)
+    chk = _header(doc, budget)
+    rd = _Reader(budget)
     model = _obj(doc["model"], "model", ("input", "readout"), ("layers", "graph"))
     if ("graph" in model) == ("layers" in model):
         bad("model", "needs exactly one of 'layers' and 'graph'")
