@@ -23,7 +23,6 @@ import numpy as np
 import pytest
 
 from exactmem.kernel.checker import check_certificate
-from exactmem.kernel.graph import run_graph
 from exactmem.kernel.limits import Budget
 from exactmem.kernel.schema import MalformedCertificate, canonical_hash, parse_certificate
 
@@ -44,30 +43,29 @@ def exact_bits(scores, y, dps=60):
                                       ([Fraction(7, 2), Fraction(-1, 3), Fraction(0)], 0),
                                       ([Fraction(0)] * 4, 2),
                                       ([Fraction(40), Fraction(-40), Fraction(1, 7)], 1)])
-def test_kernel_encloses_minus_log2_p_and_tightens_with_precision(scores, y):
-    """The log2-probability readout the producer appends, evaluated by the kernel on hand-made scores
-    (a vectors graph whose network is the identity), encloses −log₂ p(y) to 60 digits."""
-    from exactmem.verify.codelength import log2_readout
-
+def test_kernel_code_length_brackets_minus_log2_p(scores, y):
+    """The kernel's enclosure of −log₂ p(y) from the scores (a vectors graph whose network is the
+    identity, the scores as its input): a claim 10^-12 bits above the 60-digit value is CERTIFIED, one
+    10^-12 bits below it REFUTED with the example as witness."""
     C = len(scores)
-    model = {"input": {"type": "vectors", "dim": C}, "readout": {"position": "last", "decode": "argmax"},
-             "graph": {"input": "x", "output": "s", "constants": {},
-                       "nodes": [{"op": "Identity", "inputs": ["x"], "outputs": ["s"], "attrs": {}}]}}
-    model = log2_readout(model, C)
-    doc = {"format": "exactmem-certificate", "version": 1, "theorem": "t", "instance": "i", "seed": None,
-           "model": model, "dataset": {"inputs": [[[f"{v.numerator}/{v.denominator}" for v in scores]]],
-                                       "labels": [y]},
-           "outputs": ["unknown"], "claims": [], "check": {"error_bound": None, "max_precision": 4096}}
-    doc["hash"] = canonical_hash(doc)
-    cert = parse_certificate(doc)
-    truth, widths = exact_bits(scores, y), []
-    for F in (64, 128):
-        [(lo, hi, _)], s = run_graph(cert.graph, cert.inputs[0], False, F, Budget(), "last")
-        a, b = Fraction(-hi[y], 1 << s), Fraction(-lo[y], 1 << s)
-        with mpmath.workdps(60):
-            assert mpmath.mpf(a.numerator) / a.denominator <= truth <= mpmath.mpf(b.numerator) / b.denominator
-        widths.append(b - a)
-    assert widths[1] < widths[0] / 2 ** 40
+    truth = exact_bits(scores, y)
+    with mpmath.workdps(60):
+        near = [Fraction(int(mpmath.floor((truth + k * mpmath.mpf(10) ** -12) * 2 ** 80)), 2 ** 80) for k in (1, -1)]
+    for claim, status in zip(near, ("CERTIFIED", "REFUTED")):
+        doc = {"format": "exactmem-certificate", "version": 1, "theorem": "t", "instance": "i", "seed": None,
+               "model": {"input": {"type": "vectors", "dim": C}, "readout": {"position": "last", "decode": "argmax"},
+                         "graph": {"input": "x", "output": "s", "constants": {},
+                                   "nodes": [{"op": "Identity", "inputs": ["x"], "outputs": ["s"], "attrs": {}}]}},
+               "dataset": {"inputs": [[[f"{v.numerator}/{v.denominator}" for v in scores]]], "labels": [y]},
+               "outputs": [{"verdict": "unknown", "codelength": f"{claim.numerator}/{claim.denominator}"}],
+               "claims": [{"quantity": "codelength_bits", "op": "<=", "bound": str(claim.numerator * 4 // claim.denominator
+                                                                                    + 3)}],
+               "check": {"error_bound": None, "max_precision": 4096}}
+        doc["hash"] = canonical_hash(doc)
+        v = check_certificate(doc)
+        assert v.status == status, (claim, v.message)
+        if status == "REFUTED":
+            assert v.witness["reason"] == "codelength" and Fraction(v.witness["lower_bound"]) > claim
 
 
 def lookup_model(scale=1.0, seed=0):

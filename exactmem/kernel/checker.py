@@ -16,6 +16,7 @@ from .evaluate import LAYER_MESSAGES, SOFTMAX2_MAX_SPREAD, Undecided, judge_exam
 from .fields import bad, unexpected  # noqa: F401 (re-exported: the command's one-line errors)
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES, DataFacts
 from .formulas import check_formulas
+from .fixedpoint import exp_fx, log_fx
 from .graph import NAMES, run_graph
 from .limits import DEFAULT_MAX_PRECISION, START_PRECISION, Budget, LimitExceeded, Limits
 from .lowerbound import FORMAT as LOWER_BOUND_FORMAT, check_lower_bound  # a lower-bound document: its own base
@@ -29,7 +30,8 @@ REFUTED_BY = {**LAYER_MESSAGES, "verdict": "the claimed verdict {claimed!r} is c
               "codelength": "the claimed code length {claimed} bits is below the re-derived lower bound {lower_bound}"}
 
 
-def judge_verdict(cert: ParsedCertificate, e: int, cols, s: int) -> Tuple[str, Optional[dict]]:
+def judge_verdict(cert: ParsedCertificate, e: int, cols, s: int, F: int = START_PRECISION,
+                  budget: Optional[Budget] = None) -> Tuple[str, Optional[dict]]:
     """A graph model's claimed verdict of example e against the score enclosures ``cols`` ((lo, hi,
     special-value codes or None) over 2^s, one per read position): an example surely passes when at
     every position the label's lower bound exceeds every other upper bound, surely fails when at some
@@ -54,7 +56,7 @@ def judge_verdict(cert: ParsedCertificate, e: int, cols, s: int) -> Tuple[str, O
                      ("fail", t, low, lo, hi) if lo[low] >= hi[lab] else ("undecided", t, top, lo, hi))
     got = next((f for f in found if f[0] == "fail"), found[0] if all(f[0] == "pass" for f in found) else None)
     if claimed == "unknown" or got is not None and got[0] == claimed:  # confirmed or not claimed: code lengths next
-        return ("pass", None) if cert.codelengths is None else _code_length(cert, e, cols, s, labels)
+        return ("pass", None) if cert.codelengths is None else _code_length(cert, e, cols, s, labels, F, budget)
     if got is None:
         return "undecided", None
     _, t, k, lo, hi = got
@@ -65,21 +67,28 @@ def judge_verdict(cert: ParsedCertificate, e: int, cols, s: int) -> Tuple[str, O
     return "fail", {**w, "position": t} if cert.position == "all" else w
 
 
-def _code_length(cert: ParsedCertificate, e: int, cols, s: int, labels) -> Tuple[str, Optional[dict]]:
-    """Example e's claimed code length c (``docs/verify-format.md`` § Code length). A certificate with a
-    ``codelength_bits`` claim has a graph whose output is log₂ of the model's probabilities (the producer
-    appends ``(x − ln Σ exp x) / ln 2`` to the network: ops the graph evaluator encloses, with the same
-    argmax as the logits), and claims per example an upper bound c on its code length, Σ over the read
-    positions of −log₂ p(label). With the output enclosed in [lo, hi] over 2^s, that sum lies in
-    [Σ −hi_label, Σ −lo_label] / 2^s: 'pass' when the upper end is at most c, 'fail' (REFUTED, with a
-    witness) when the lower end exceeds c; else undecided (more bits), and always so when a score is
-    a special value (no finite code length is shown). That the output rows are log₂ probabilities is
-    not checked here: it is the appended readout's (``docs/certificate.md`` § *What you must trust*)."""
-    c = cert.codelengths[e]
-    low = Fraction(-sum(hi[y] for (_, hi, _), y in zip(cols, labels)), 1 << s)
-    high = Fraction(-sum(lo[y] for (lo, _, _), y in zip(cols, labels)), 1 << s)
-    if any(sp for _, _, sp in cols) or low <= c < high:
-        raise Undecided()  # a special value (its bounds are placeholders), or c within the enclosure
+def _code_length(cert: ParsedCertificate, e: int, cols, s: int, labels, F: int, budget) -> Tuple[str, Optional[dict]]:
+    """Example e's claimed code length c, Σ over its read positions of −log₂ softmax(scores)[label]
+    (``docs/verify-format.md`` § Code length). With the scores in [lo, hi] over 2^s, each term
+    log₂ Σ_k exp(s_k − s_y) lies in [log₂ Σ_k exp(lo_k − hi_y), log₂ Σ_k exp(hi_k − lo_y)] (increasing in
+    s_k, decreasing in s_y); exp and ln are `fixedpoint`'s outward bounds at G = max(F, s) bits, ln 2
+    from `log_fx` too; the upper sum holds exp(hi_y − lo_y) >= 1, so its logarithm is >= 0, and a lower
+    bound below 0 is raised to 0. 'pass' when the upper end is at most c, 'fail' (REFUTED, with a
+    witness) when the lower end exceeds c; else undecided (more bits), and always so when a score is a
+    special value. e^x < 2^(2x): each row's largest term is charged to the value limit first."""
+    if any(sp for _, _, sp in cols):
+        raise Undecided()  # a special value: its bounds are placeholders
+    G, c, low, high = max(F, s), cert.codelengths[e], Fraction(0), Fraction(0)
+    l2 = log_fx(2 << G, G, False), log_fx(2 << G, G, True)  # ln 2 over 2^G
+    for (lo, hi, _), y in zip(cols, labels):
+        if budget is not None:
+            budget.value(2 * max(0, (max(hi) - lo[y]) >> s) + G + 2, "a code-length term exp(s_k - s_label)")
+        up = sum(exp_fx((h - lo[y]) << (G - s), G, True) for h in hi)
+        down = sum(exp_fx((v - hi[y]) << (G - s), G, False) for v in lo)
+        high += Fraction(log_fx(up, G, True), l2[0])
+        low += max(Fraction(log_fx(down, G, False), l2[1]), Fraction(0)) if down else 0
+    if low <= c < high:
+        raise Undecided()  # c within the enclosure
     if high <= c:
         return "pass", None
     return "fail", {"example": e + cert.first, "reason": "codelength", "claimed": fmt(c), "lower_bound": fmt(low),
@@ -174,7 +183,7 @@ def _example(cert: ParsedCertificate, e: int, cap: int, budget: Budget):
     if cert.outputs[e] == "unknown" and cert.codelengths is None:
         return "pass", None, None
     return _ladder(cap, lambda p: judge_verdict(cert, e, *run_graph(cert.graph, cert.inputs[e], cert.tokens, p, budget,
-                                                                     cert.position)))
+                                                                     cert.position), p, budget))
 
 
 def _ladder(cap: int, attempt: Callable):

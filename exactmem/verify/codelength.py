@@ -37,29 +37,14 @@ def round_up(x: Fraction, grain: int = GRAIN) -> Fraction:
     return Fraction(-((-n.numerator) // n.denominator), 1 << grain)
 
 
-def log2_readout(model_json: Dict[str, Any], classes: int) -> Dict[str, Any]:
-    """``model_json`` with ``(x − ln Σ_k exp x_k) / ln 2`` appended to its output x: log₂ of the model's
-    probabilities, in table ops (Exp, MatMul by ones, Log, Sub, Div) that the kernel encloses. Each row
-    is the logits less one common value times a positive constant, so its argmax (and every verdict)
-    is the logits'. The kernel reads the code length off this output (`exactmem.kernel.checker._code_length`)."""
-    g = dict(model_json["graph"])
-    x, p = g["output"], "codelength/"
-    g["constants"] = {**g["constants"], p + "ones": {"shape": [classes, 1], "values": ["1"] * classes},
-                      p + "two": {"shape": [], "values": ["2"]}}
-    node = lambda op, ins, out: {"op": op, "inputs": ins, "outputs": [p + out], "attrs": {}}  # noqa: E731
-    g["nodes"] = list(g["nodes"]) + [node("Exp", [x], "exp"), node("MatMul", [p + "exp", p + "ones"], "sum"),
-                                     node("Log", [p + "sum"], "lse"), node("Sub", [x, p + "lse"], "logp"),
-                                     node("Log", [p + "two"], "ln2"), node("Div", [p + "logp", p + "ln2"], "log2p")]
-    g["output"] = p + "log2p"
-    return {**model_json, "graph": g}
-
-
 def prediction_bits(K: ArbBackend, row: Sequence[Any], label: int):
-    """−log₂ p(label) from a row of the `log2_readout` output (an arb ball)."""
-    v = row[label]
-    if isinstance(v, Special):
-        raise NoCodeLength(f"the label's log-probability is {v}")
-    return -v
+    """−log₂ softmax(row)[label] = log(Σ_c exp(s_c − s_label)) / log 2 as an arb ball, shifted by the
+    largest midpoint so that no exponential overflows."""
+    if any(isinstance(v, Special) for v in row):
+        raise NoCodeLength(f"a score of the prediction is {next(v for v in row if isinstance(v, Special))}")
+    d = [v - row[label] for v in row]
+    m = max(v.mid() for v in d)
+    return ((sum((v - m).exp() for v in d)).log() + m) / K.flint.arb(2).log()
 
 
 def _arb_to_fraction(x) -> Fraction:
@@ -92,7 +77,10 @@ def judge_and_measure(prog: Program, x, label, precisions: Sequence[int], backen
             rows, labels = [out[0, i, :] for i in range(out.shape[1])], list(label)
         vs = [_decide(list(r), int(y)) for r, y in zip(rows, labels)]
         v = _combine(vs)
-        bits = sum(prediction_bits(K, list(r), int(y)) for r, y in zip(rows, labels))
+        try:
+            bits = sum(prediction_bits(K, list(r), int(y)) for r, y in zip(rows, labels))
+        except NoCodeLength:  # a special score: no finite code length (the example's enclosure is None)
+            bits = K.flint.arb("nan")
         tight = bits.is_finite() and bits.rad() < K.flint.arb(2) ** -accuracy
         if (v != "unknown" and tight) or prec == precisions[-1]:
             k = next((i for i, w in enumerate(vs) if w == v), 0)

@@ -286,10 +286,6 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     if ex.kind == "tokens" and int(ex.raw.max()) >= lowered.vocab:
         raise VerifyInputError(f"token id {int(ex.raw.max())} is outside the vocabulary [0, {lowered.vocab})")
     model_json = lowered.model_json("all" if ex.position == "all" else "last", decode)
-    if measure == "bits":  # the output becomes log2 p: the code length is read off it (codelength.py)
-        from .codelength import log2_readout
-
-        model_json = log2_readout(model_json, C)
     t_lower = time.perf_counter()
 
     # distinct (input, label) pairs: each is evaluated once
