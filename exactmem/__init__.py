@@ -15,6 +15,7 @@ Library surface (imported lazily, so ``import exactmem`` stays fast)::
     em.certify(net)                                # the independent checker's verdict
     em.export.save(net, "net.npz", dtype="float32")    # weights rounded to a float dtype, rounding reported
     em.verify("model.onnx", inputs, labels, out="certs")  # which examples a trained network memorizes
+    em.memorized_bits("model.onnx", inputs, labels)  # how many bits it memorized, certified
     em.sweep_bits("model.onnx", inputs, labels, bits=[4, 8, 16])  # bits per weight to keep them all
 
 Constructions: ``em.kajitsuka``, ``em.vardi``, ``em.mahdavi``, ``em.dana``; lower bounds:
@@ -48,6 +49,7 @@ _LAZY = {
     "measure": ("exactmem.model.measure", "measure"),
     "verify": ("exactmem.verify", "verify"),
     "sweep_bits": ("exactmem.verify.bits_report", "sweep_bits"),
+    "memorized_bits": ("exactmem.verify.codelength", "memorized_bits"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -8,6 +8,7 @@ cannot drift. Run with ``-s`` to see the table.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import io
 import json
 import re
@@ -28,13 +29,13 @@ CLI_DIR = ROOT / "exactmem" / "cli"
 # is checked (test_each_verdict_runs_only_its_trusted_base traces it); docs/certificate.md states them.
 BASES = {
     "layer-model": ("text.py", "limits.py", "verdict.py", "fields.py", "linear.py", "schema.py", "layerschema.py",
-                    "enclosure.py", "evaluate.py", "checker.py", "facts.py", "geometry.py"),
+                    "enclosure.py", "interval.py", "evaluate.py", "checker.py", "facts.py", "geometry.py"),
     "graph-model": ("text.py", "limits.py", "verdict.py", "fields.py", "schema.py", "enclosure.py", "checker.py", "facts.py",
                     "fixedpoint.py", "graph.py"),
-    "lower-bound": ("text.py", "limits.py", "verdict.py", "fields.py", "schema.py", "enclosure.py", "checker.py",
-                    "logarithm.py", "expression.py", "lowerbound.py"),
+    "lower-bound": ("text.py", "limits.py", "verdict.py", "fields.py", "schema.py", "enclosure.py", "interval.py",
+                    "checker.py", "logarithm.py", "expression.py", "lowerbound.py"),
     # a layer model's claim formulas (formulas.check_formulas): that each bound is its formula's value
-    "claim-formula": ("text.py", "limits.py", "verdict.py", "fields.py", "enclosure.py", "logarithm.py",
+    "claim-formula": ("text.py", "limits.py", "verdict.py", "fields.py", "enclosure.py", "interval.py", "logarithm.py",
                       "expression.py", "formulas.py"),
 }
 KERNEL = tuple(dict.fromkeys(f for files in BASES.values() for f in files))  # every kernel file, once
@@ -220,7 +221,8 @@ def _traced(path):
 @pytest.fixture(scope="module")
 def one_of_each(tmp_path_factory):
     """A certificate of each kind that exercises its evaluator: layers (ReLU, hardmax, softmax, softmax2,
-    chunks), a graph (attention, LayerNorm, GELU), a lower bound (bounds minw with the sharp steps)."""
+    chunks), graphs (attention, LayerNorm, GELU; a lookup network with code-length claims), a lower bound
+    (bounds minw with the sharp steps)."""
     from test_budgets import _tied_softmax_doc
     from test_graph_kernel import INPUTS, attention_graph, doc as graph_doc, true_verdicts
     from exactmem.certificate.writer import write_certificate
@@ -236,6 +238,12 @@ def one_of_each(tmp_path_factory):
     labels = [0, 1, 2, 3, 0, 1]
     (t / "graph.json").write_text(json.dumps(graph_doc(g, INPUTS, labels, true_verdicts(g, INPUTS, labels))))
     out["graph-model"] = [t / "graph.json"]
+    if importlib.util.find_spec("onnx") is not None:  # code-length claims (verify --measure bits): the same base
+        import exactmem as em
+        from test_codelength import data, lookup_model
+
+        res = em.memorized_bits(lookup_model()[0], *data(), out=str(t / "cl"))
+        out["graph-model"].append(Path(res.certificate))
     r = subprocess.run([sys.executable, "-m", "exactmem", "bounds", "minw", "--n", "8", "--N", "1000", "--certificate",
                         str(t / "lb.json")], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr

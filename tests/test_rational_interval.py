@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exactmem.kernel.enclosure import Interval, exp_bound, round_ratio
+from exactmem.kernel.enclosure import exp_bound, round_ratio
+from exactmem.kernel.interval import Interval
 from exactmem.kernel.evaluate import idot, irelu, isum, softmax
 
 

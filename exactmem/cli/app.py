@@ -147,7 +147,8 @@ def _cmd_verify(args) -> int:
 
     try:
         res = verify(args.model, data=args.data, position=args.position, decode=args.decode, out=args.out,
-                     workers=args.workers, quiet=args.quiet or args.json, max_precision=args.max_precision)
+                     workers=args.workers, quiet=args.quiet or args.json, max_precision=args.max_precision,
+                     measure=args.measure, source_bits=args.source_bits)
     except (VerifyInputError, OSError) as e:
         if args.debug:
             raise
@@ -163,6 +164,10 @@ def _cmd_verify(args) -> int:
         if len(res.differences) > 50:
             print(f"... {len(res.differences) - 50} more (see --json)")
     print(res.summary())
+    if res.memorized is not None:
+        from ..verify.codelength import memorized_text
+
+        print(memorized_text(res.memorized))
     print(f"certificate: {res.certificate}  (check it: python -m exactmem check {res.certificate})")
     return EXIT_OK
 
@@ -360,6 +365,11 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--out", default="certificates", help="directory for the certificate (default: certificates)")
     v.add_argument("--workers", type=int, default=1, help="evaluate examples in N processes (default 1)")
     v.add_argument("--max-precision", type=int, default=4096, help="top of the ball precision ladder in bits")
+    v.add_argument("--measure", choices=("bits",), default=None,
+                   help="also certify the model's code length for the labels and the bits it memorized "
+                        "(docs/capacity.md)")
+    v.add_argument("--source-bits", default=None, metavar="BITS",
+                   help="with --measure bits: the labels' entropy in bits (default: predictions x log2 classes)")
     v.add_argument("--json", action="store_true", help="print one JSON object")
     v.add_argument("--quiet", action="store_true", help="no progress on stderr")
     v.add_argument("--debug", action="store_true", help="show Python tracebacks for bad input")

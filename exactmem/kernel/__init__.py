@@ -4,15 +4,16 @@ Every file here is one a reviewer must trust, and nothing else is here (``docs/c
 § *What you must trust*). Each kind of certificate runs only part of the folder, its trusted base:
 
 * layer models (the constructions' certificates): ``text``, ``limits``, ``verdict``, ``fields``,
-  ``schema``, ``layerschema``, ``enclosure``, ``checker``, ``facts``, ``geometry``, ``linear``,
-  ``evaluate``;
-* graph models (trained networks, ``exactmem verify``): ``text``, ``limits``, ``verdict``,
-  ``fields``, ``schema``, ``enclosure``, ``checker``, ``facts``, ``fixedpoint``, ``graph``;
+  ``schema``, ``layerschema``, ``enclosure``, ``interval``, ``checker``, ``facts``, ``geometry``,
+  ``linear``, ``evaluate``;
+* graph models (trained networks, ``exactmem verify``, with or without code-length claims): ``text``,
+  ``limits``, ``verdict``, ``fields``, ``schema``, ``enclosure``, ``checker``, ``facts``,
+  ``fixedpoint``, ``graph``;
 * lower-bound certificates: ``text``, ``limits``, ``verdict``, ``fields``, ``schema``,
-  ``enclosure``, ``checker``, ``logarithm``, ``expression``, ``lowerbound``;
+  ``enclosure``, ``interval``, ``checker``, ``logarithm``, ``expression``, ``lowerbound``;
 * claim formulas (a layer model's bounds stated as formulas: that each bound is its formula's
   value, pure arithmetic): ``text``, ``limits``, ``verdict``, ``fields``, ``enclosure``,
-  ``logarithm``, ``expression``, ``formulas``.
+  ``interval``, ``logarithm``, ``expression``, ``formulas``.
 
 A layer model with claim formulas rests on two bases: the layer-model base for the network and
 the comparison of each claim with the measured quantity, the claim-formula base for "this bound is

@@ -12,38 +12,41 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Callable, Iterable, List, Optional, Tuple
 
-from .evaluate import Undecided, judge_example, layer_example  # noqa: F401 (re-exported)
-from .fields import unexpected  # noqa: F401 (re-exported: the command's one-line errors)
+from .evaluate import LAYER_MESSAGES, SOFTMAX2_MAX_SPREAD, Undecided, judge_example, layer_example  # noqa: F401
+from .fields import bad, unexpected  # noqa: F401 (re-exported: the command's one-line errors)
 from .facts import DATA_QUANTITIES, VECTOR_QUANTITIES, VERDICT_QUANTITIES, DataFacts
 from .formulas import check_formulas
+from .fixedpoint import exp_fx, log_fx
 from .graph import NAMES, run_graph
 from .limits import DEFAULT_MAX_PRECISION, START_PRECISION, Budget, LimitExceeded, Limits
+from .lowerbound import FORMAT as LOWER_BOUND_FORMAT, check_lower_bound  # a lower-bound document: its own base
 from .schema import (OPS, MalformedCertificate, ParsedCertificate, canonical_hash,  # noqa: F401 (re-exported)
                      decode_certificate, integer, load_certificate, parse_certificate, parse_chunk)
 from .text import SHORT, fmt
 from .verdict import Verdict  # noqa: F401 (re-exported: the kernel's public answer)
 
-LOWER_BOUND_FORMAT = "exactmem-lower-bound"  # checked by lowerbound.check_lower_bound
-SOFTMAX2_MAX_SPREAD = Limits().max_value_bits  # default largest softmax2 score spread max s − min s evaluated
+# an example's refutation message, by its witness's reason (layer models' reasons: evaluate.py)
+REFUTED_BY = {**LAYER_MESSAGES, "verdict": "the claimed verdict {claimed!r} is contradicted by the re-derived scores",
+              "codelength": "the claimed code length {claimed} bits is below the re-derived lower bound {lower_bound}"}
 
 
-def judge_verdict(cert: ParsedCertificate, e: int, cols, s: int) -> Tuple[str, Optional[dict]]:
+def judge_verdict(cert: ParsedCertificate, e: int, cols, s: int, F: int = START_PRECISION,
+                  budget: Optional[Budget] = None) -> Tuple[str, Optional[dict]]:
     """A graph model's claimed verdict of example e against the score enclosures ``cols`` ((lo, hi,
     special-value codes or None) over 2^s, one per read position): an example surely passes when at
     every position the label's lower bound exceeds every other upper bound, surely fails when at some
     position another lower bound is >= the label's upper bound (exact ties fail) or a score is NaN
     (no argmax). ±∞ compare as extended reals. 'pass' if the claim is confirmed; 'fail' with a
-    witness if the intervals contradict it; else 'undecided'."""
+    witness if the intervals contradict it; else 'undecided'. A claim 'unknown' is not judged. With
+    code-length claims, a confirmed (or unclaimed) verdict is followed by `_code_length`."""
     claimed, labels = cert.outputs[e], cert.labels[e] if cert.position == "all" else [cert.labels[e]]
-    found, shown = [], []
+    found = []
     for t, ((lo, hi, sp), lab) in enumerate(zip(cols, labels)):
         if lab >= len(lo):
-            raise MalformedCertificate(f"dataset.labels[{e}]: class {lab} out of range (the graph gives {len(lo)} "
-                                       "scores)")
+            bad(f"dataset.labels[{e}]", f"class {lab} out of range (the graph gives {len(lo)} scores)")
         if sp:  # ±∞ become points below / above every finite bound of the row: the same order
             m, M = min(lo) - 1, max(hi) + 1
             lo, hi = ([M if c == 1 else m if c == -1 else v for c, v in zip(sp, b)] for b in (lo, hi))
-        shown.append(sp)
         others = [k for k in range(len(lo)) if k != lab]
         top = max(others, key=hi.__getitem__, default=None)
         low = max(others, key=lo.__getitem__, default=None)
@@ -52,14 +55,44 @@ def judge_verdict(cert: ParsedCertificate, e: int, cols, s: int) -> Tuple[str, O
                      ("pass", t, top, lo, hi) if top is None or lo[lab] > hi[top] else
                      ("fail", t, low, lo, hi) if lo[low] >= hi[lab] else ("undecided", t, top, lo, hi))
     got = next((f for f in found if f[0] == "fail"), found[0] if all(f[0] == "pass" for f in found) else None)
-    if got is None or got[0] == claimed:
-        return ("undecided" if got is None else "pass"), None
+    if claimed == "unknown" or got is not None and got[0] == claimed:  # confirmed or not claimed: code lengths next
+        return ("pass", None) if cert.codelengths is None else _code_length(cert, e, cols, s, labels, F, budget)
+    if got is None:
+        return "undecided", None
     _, t, k, lo, hi = got
-    lab, sp = labels[t], shown[t]
+    lab, sp = labels[t], cols[t][2]
     w = {"example": e + cert.first, "reason": "verdict", "claimed": claimed, "classes": [lab, k],
          "scores": [NAMES[sp[j]] if sp and sp[j] else fmt([Fraction(lo[j], 1 << s), Fraction(hi[j], 1 << s)])
                     for j in (lab, k) if j is not None]}
     return "fail", {**w, "position": t} if cert.position == "all" else w
+
+
+def _code_length(cert: ParsedCertificate, e: int, cols, s: int, labels, F: int, budget) -> Tuple[str, Optional[dict]]:
+    """Example e's claimed code length c, Σ over its read positions of −log₂ softmax(scores)[label]
+    (``docs/verify-format.md`` § Code length). With the scores in [lo, hi] over 2^s, each term
+    log₂ Σ_k exp(s_k − s_y) lies in [log₂ Σ_k exp(lo_k − hi_y), log₂ Σ_k exp(hi_k − lo_y)] (increasing in
+    s_k, decreasing in s_y); exp and ln are `fixedpoint`'s outward bounds at G = max(F, s) bits, ln 2
+    from `log_fx` too; the upper sum holds exp(hi_y − lo_y) >= 1, so its logarithm is >= 0, and a lower
+    bound below 0 is raised to 0. 'pass' when the upper end is at most c, 'fail' (REFUTED, with a
+    witness) when the lower end exceeds c; else undecided (more bits), and always so when a score is a
+    special value. e^x < 2^(2x): each row's largest term is charged to the value limit first."""
+    if any(sp for _, _, sp in cols):
+        raise Undecided()  # a special value: its bounds are placeholders
+    G, c, low, high = max(F, s), cert.codelengths[e], Fraction(0), Fraction(0)
+    l2 = log_fx(2 << G, G, False), log_fx(2 << G, G, True)  # ln 2 over 2^G
+    for (lo, hi, _), y in zip(cols, labels):
+        if budget is not None:
+            budget.value(2 * max(0, (max(hi) - lo[y]) >> s) + G + 2, "a code-length term exp(s_k - s_label)")
+        up = sum(exp_fx((h - lo[y]) << (G - s), G, True) for h in hi)
+        down = sum(exp_fx((v - hi[y]) << (G - s), G, False) for v in lo)
+        high += Fraction(log_fx(up, G, True), l2[0])
+        low += max(Fraction(log_fx(down, G, False), l2[1]), Fraction(0)) if down else 0
+    if low <= c < high:
+        raise Undecided()  # c within the enclosure
+    if high <= c:
+        return "pass", None
+    return "fail", {"example": e + cert.first, "reason": "codelength", "claimed": fmt(c), "lower_bound": fmt(low),
+                    "upper_bound": fmt(high)}
 
 
 def check_claims(cert: ParsedCertificate, data: bool = False, skip=(), budget: Optional[Budget] = None,
@@ -75,8 +108,7 @@ def check_claims(cert: ParsedCertificate, data: bool = False, skip=(), budget: O
     for raw, q, op, bound in cert.claims:
         if (q in DATA_QUANTITIES or q in VERDICT_QUANTITIES) != data or q in skip:
             continue
-        holds = op in (">=", ">") if m[q] is None else OPS[op](m[q], bound)
-        if not holds:
+        if not (op in (">=", ">") if m[q] is None else OPS[op](m[q], bound)):
             shown = dict(raw) if len(raw["bound"]) <= SHORT else {**raw, "bound": fmt(bound)}
             got = "none (fewer than two distinct tokens)" if m[q] is None else fmt(m[q])
             return Verdict("REFUTED", {"claim": shown, "bound": fmt(bound), "measured": str(got)},
@@ -86,7 +118,8 @@ def check_claims(cert: ParsedCertificate, data: bool = False, skip=(), budget: O
 
 def new_facts(cert: ParsedCertificate) -> DataFacts:
     """The facts a check of ``cert`` collects (token vectors only if a claim needs them)."""
-    return DataFacts(vectors=any(q in VECTOR_QUANTITIES for _, q, _, _ in cert.claims), verdicts=cert.graph is not None)
+    return DataFacts(vectors=any(q in VECTOR_QUANTITIES for _, q, _, _ in cert.claims), verdicts=cert.graph is not None,
+                     codes=bool(cert.spec and cert.spec[6]))
 
 
 def conflict_verdict(cert: ParsedCertificate, earlier: int, later: int, label=None) -> Verdict:
@@ -143,14 +176,14 @@ def precision_cap(cert: ParsedCertificate, max_precision: Optional[int], limits:
 
 def _example(cert: ParsedCertificate, e: int, cap: int, budget: Budget):
     """(status, witness, precision used) of example e: a graph model's in intervals throughout, doubling
-    the precision while undecided (a claim "unknown" is not evaluated); a layer model's by
+    the precision while undecided (a claim "unknown" without a code length is not evaluated); a layer model's by
     `evaluate.layer_example` (which answers a REFUTED Verdict for a softmax2 score that is not an integer)."""
     if cert.graph is None:
         return layer_example(cert, e, cap, budget, _ladder)
-    if cert.outputs[e] == "unknown":
+    if cert.outputs[e] == "unknown" and cert.codelengths is None:
         return "pass", None, None
     return _ladder(cap, lambda p: judge_verdict(cert, e, *run_graph(cert.graph, cert.inputs[e], cert.tokens, p, budget,
-                                                                     cert.position)))
+                                                                     cert.position), p, budget))
 
 
 def _ladder(cap: int, attempt: Callable):
@@ -168,8 +201,7 @@ def _ladder(cap: int, attempt: Callable):
 
 def _certified(cert: ParsedCertificate, n: int, used: Optional[int], where: str = "") -> Verdict:
     tail = f"interval precision up to {used} bits" if used is not None else "exact"
-    return Verdict("CERTIFIED", None, f"all {n} {_plural(n, 'example')} pass and {_claims_hold(cert)} "
-                                      f"({tail}{where})",
+    return Verdict("CERTIFIED", None, f"all {n} {_plural(n, 'example')} pass and {_claims_hold(cert)} ({tail}{where})",
                    used, cert.measured)
 
 
@@ -182,12 +214,9 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
     used, undecided, notes, m, todo, hit = None, [], [], cert.measured, list(examples), "max_value_bits"
     for done, e in enumerate(todo):
         g = e + cert.first
-        if budget.on_example is not None:
-            budget.on_example(g)
-        if facts is not None:
-            earlier = facts.add(g, cert.inputs[e], cert.labels[e])
-            if earlier is not None:
-                return conflict_verdict(cert, earlier, g, cert.labels[e])
+        budget.on_example(g)
+        if facts is not None and (earlier := facts.add(g, cert.inputs[e], cert.labels[e])) is not None:
+            return conflict_verdict(cert, earlier, g, cert.labels[e])
         try:
             budget.tick()
             r = _example(cert, e, cap, budget)
@@ -202,12 +231,9 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
             notes.append(f"example {g}: {x}")
         used = p if used is None or (p is not None and p > used) else used
         if status == "pass" and facts is not None:
-            facts.confirm(cert.outputs[e])
+            facts.confirm(cert.outputs[e], cert.codelengths and cert.codelengths[e])
         if status == "fail":
-            what = f"the claimed verdict {wit.get('claimed')!r} is contradicted by the re-derived scores" if wit[
-                "reason"] == "verdict" else ("claimed output differs from" if wit["reason"] == "outputs" else
-                                             "label not met by") + " the re-derived output"
-            return Verdict("REFUTED", wit, f"example {g}: {what}", used, m)
+            return Verdict("REFUTED", wit, f"example {g}: " + REFUTED_BY[wit["reason"]].format(**wit), used, m)
         if status == "undecided":
             undecided.append(g)
     if not undecided:
@@ -215,10 +241,8 @@ def check_examples(cert: ParsedCertificate, examples: Iterable[int], cap: int, b
     shown = ", ".join(map(str, undecided[:10])) + (", ..." if len(undecided) > 10 else "")
     at = f" at precision {cap}" if cert.softmax_at is not None else ""
     msg = f"{len(undecided)} of {len(todo)} examples undecided{at} (examples {shown})"
-    if notes:  # some examples hit the value limit
-        msg, limit = msg + f"; {'; '.join(notes[:3])}" + ("; ..." if len(notes) > 3 else ""), hit
-    else:
-        msg, limit = str(LimitExceeded("max_precision", msg)), "max_precision"
+    msg, limit = (msg + f"; {'; '.join(notes[:3])}" + ("; ..." if len(notes) > 3 else ""), hit) if notes else \
+        (str(LimitExceeded("max_precision", msg)), "max_precision")  # notes: some examples hit the value limit
     return Verdict("UNKNOWN", None, f"{msg}; no refutation found", used, m, limit)
 
 
@@ -235,12 +259,10 @@ def combine_verdicts(cert: ParsedCertificate, parts: List[Tuple[int, int, object
             return v
         if not isinstance(v, Verdict):
             failed.append(f"examples {lo}..{hi - 1} could not be checked ({type(v).__name__}: {v})")
-    for lo, hi, _ in parts:
+    for lo, hi, _ in parts + [(n, n, None)]:  # the gaps, and any rows past the last part
         if lo != covered:
             failed.append(f"examples {covered}..{lo - 1} were not checked")
         covered = max(covered, hi)
-    if covered != n:
-        failed.append(f"examples {covered}..{n - 1} were not checked")
     if failed:
         return Verdict("UNKNOWN", None, f"{'; '.join(failed[:3])}; no refutation found", None, m)
     used = max((v.precision for _, _, v in parts if v.precision is not None), default=None)
@@ -293,7 +315,6 @@ def check_certificate(doc: dict, max_precision: Optional[int] = None, *, limits:
 
 def _check(doc, max_precision, budget: Budget, read_chunk) -> Verdict:
     if isinstance(doc, dict) and doc.get("format") == LOWER_BOUND_FORMAT:
-        from .lowerbound import check_lower_bound
         return check_lower_bound(doc, budget)
     try:
         cert = parse_certificate(doc, budget)
@@ -303,8 +324,6 @@ def _check(doc, max_precision, budget: Budget, read_chunk) -> Verdict:
     if refuted := check_claims(cert, budget=budget, cap=cap):
         return refuted
     facts = new_facts(cert)
-    if cert.chunks is None:
-        v = check_examples(cert, range(len(cert.inputs)), cap, budget, facts)
-    else:
-        v = check_chunks(cert, read_chunk, cap, budget, facts=facts)
+    v = check_examples(cert, range(len(cert.inputs)), cap, budget, facts) if cert.chunks is None else \
+        check_chunks(cert, read_chunk, cap, budget, facts=facts)
     return conclude(cert, v, facts, budget)

@@ -3,11 +3,11 @@
 The one place where the kernel bounds them, for every kind of certificate.
 
 One proof per function, in its docstring (exp: ``docs/certificate.md`` § *Proofs of the
-enclosures*, which lists them all). ``Interval(lo, hi)`` is {x : lo <= x <= hi}, endpoints
-``int``/``Fraction``. *Rounding to p bits* replaces an endpoint by a dyadic ``m * 2^e``, ``|m| < 2^p``,
-outward (``lo`` down, ``hi`` up), so every result contains the exact result for any points of the
-arguments. A nonzero number never rounds to zero (rounding is relative): positive lower bounds stay
-positive. `exp_bound`, `sqrt_bound`, and π in fixed point (`pi_fx`: ``n`` stands for
+enclosures*, which lists them all). *Rounding to p bits* (`round_ratio`) replaces a bound by a dyadic
+``m * 2^e``, ``|m| < 2^p``, in the bound's direction (a lower bound down, an upper bound up); a
+nonzero number never rounds to zero (rounding is relative): positive lower bounds stay positive.
+Rational intervals (``Interval``, `rounded`) are in ``interval.py``, which graph models do not use.
+`exp_bound`, `sqrt_bound`, and π in fixed point (`pi_fx`: ``n`` stands for
 ``n / 2^F``) and the atanh series (`_atanh`), which ``fixedpoint.py`` (graph models' exp, tanh, σ,
 erf, Φ, ln, sin) reads too; e and the logarithms of rationals, which only the expression language
 needs, are in ``logarithm.py``.
@@ -23,15 +23,9 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import lru_cache
 from math import isqrt
-from typing import NamedTuple
 
 ONE = Fraction(1)
 ZERO = Fraction(0)
-
-
-class Interval(NamedTuple):
-    lo: Fraction
-    hi: Fraction
 
 
 class Undecided(Exception):
@@ -54,15 +48,8 @@ def round_ratio(n: int, d: int, p: int, up: bool) -> Fraction:
         e += 1
     if r and up == (n > 0):  # round the magnitude away from zero
         q += 1
-    if n < 0:
-        q = -q
+    q = -q if n < 0 else q
     return Fraction(q << e) if e >= 0 else Fraction(q, 1 << -e)
-
-
-def rounded(lo: Fraction, hi: Fraction, p: int) -> Interval:
-    """[lo, hi] rounded outward to p bits."""
-    return Interval(round_ratio(lo.numerator, lo.denominator, p, False),
-                    round_ratio(hi.numerator, hi.denominator, p, True))
 
 
 def cdiv(a: int, b: int, up: bool) -> int:

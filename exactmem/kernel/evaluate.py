@@ -15,8 +15,9 @@ from math import gcd, lcm
 from operator import add, mul, sub
 from typing import Iterable, List, Optional, Sequence, Tuple
 
-from .enclosure import ONE, ZERO, Interval, Undecided, exp_bound, round_ratio, rounded  # noqa: F401 (Undecided re-exported)
-from .limits import Budget, LimitExceeded
+from .enclosure import ONE, ZERO, Undecided, exp_bound, round_ratio  # noqa: F401 (Undecided re-exported)
+from .interval import Interval, rounded
+from .limits import Budget, LimitExceeded, Limits
 from .linear import Affine, Embed, FeedForward, Lin, over_lcm
 from .text import fmt
 from .verdict import Verdict
@@ -254,6 +255,10 @@ def interval_suffix(cert, cols: List[List[int]], D: int, stop: int, p: int, budg
 
 
 # ------------------------------------------------ judging a layer model's example (re-exported by checker)
+
+SOFTMAX2_MAX_SPREAD = Limits().max_value_bits  # default largest softmax2 score spread max s − min s evaluated
+LAYER_MESSAGES = {"outputs": "claimed output differs from the re-derived output",  # refutations: checker.REFUTED_BY
+                  "label": "label not met by the re-derived output"}
 
 
 def _judge_column(col, label, decode: str, eps: Optional[Fraction]) -> str:

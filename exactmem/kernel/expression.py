@@ -20,7 +20,8 @@ import re
 from fractions import Fraction
 from math import isqrt
 
-from .enclosure import Interval, Undecided, pi_fx, rounded, sqrt_bound
+from .enclosure import Undecided, pi_fx, sqrt_bound
+from .interval import Interval, rounded
 from .logarithm import ln2, ln_point
 from .fields import _list, _obj, _str, bad, jtype
 from .text import parse_int, short

@@ -20,8 +20,11 @@ from __future__ import annotations
 import hashlib
 from typing import Dict, List, Optional, Tuple
 
+from .geometry import norms_and_gaps  # layer models only: graph models claim no token geometry (schema.py)
+
 DATA_QUANTITIES = ("n_examples", "n_rows", "seq_len", "label_classes", "distinct_tokens", "max_norm2", "min_sep2")
-VERDICT_QUANTITIES = ("n_pass", "n_fail")  # graph models: distinct inputs whose claimed verdict was confirmed
+VERDICT_QUANTITIES = ("n_pass", "n_fail", "codelength_bits")  # graph models: confirmed verdicts, code lengths
+CODER_BITS = 2  # codelength_bits = the confirmed code lengths of the distinct inputs + an arithmetic coder's 2 bits
 VECTOR_QUANTITIES = ("max_norm2", "min_sep2")  # need the distinct token vectors, not only their count
 KNOWN_TOKENS = 1 << 16  # token objects whose bytes DataFacts remembers (then it starts afresh)
 
@@ -53,9 +56,10 @@ class DataFacts:
     (a conflict), else None; ``merge`` adds another part's facts (a shard) and returns the
     conflicts it finds, ordered by the later row; ``quantities`` gives the data quantities."""
 
-    def __init__(self, vectors: bool = False, verdicts: bool = False):
+    def __init__(self, vectors: bool = False, verdicts: bool = False, codes: bool = False):
         self.vectors = vectors  # keep the distinct token vectors (for max_norm2 / min_sep2)
         self.verdicts = {"pass": set(), "fail": set()} if verdicts else None  # confirmed verdict -> input digests
+        self.codes = {} if codes else None  # input digest -> its confirmed code length (codelength.py)
         self.last = None  # the digest of the input added last
         self.seen: Dict[bytes, Tuple[int, object]] = {}  # input digest -> (first row, label key)
         self.rows = self.repeats = self.seq_len = 0
@@ -81,8 +85,7 @@ class DataFacts:
         for t in x:
             tb = self.token_bytes(t)
             h.update(tb)
-            if tb not in self.tokens:
-                self.tokens[tb] = t if self.vectors and not isinstance(t, int) else None
+            self.tokens.setdefault(tb, t if self.vectors and not isinstance(t, int) else None)
         self.seq_len = max(self.seq_len, len(x))
         key = _label_key(label)
         self.classes.update(key if isinstance(key, tuple) and key and isinstance(label[0], (list, int)) else (key,))
@@ -90,33 +93,33 @@ class DataFacts:
         other = self._record(self.last, row, key)
         return None if other is None else other[0]
 
-    def confirm(self, verdict) -> None:
-        """The last added input's claimed verdict ("pass" or "fail") was confirmed (graph models)."""
+    def confirm(self, verdict, code=None) -> None:
+        """The last added input's claimed verdict ("pass" or "fail") and code length were confirmed (graph models)."""
         if self.verdicts is not None and verdict in self.verdicts:
             self.verdicts[verdict].add(self.last)
+        if self.codes is not None and code is not None:
+            self.codes[self.last] = code
 
     def _record(self, digest: bytes, row: int, key) -> Optional[tuple]:
         """Count one row; the (row, label key) it conflicts with (same input, another label), else None."""
         self.rows += 1
         old = self.seen.get(digest)
-        if old is None:
-            self.seen[digest] = (row, key)
-            return None
-        self.repeats += 1
-        if row < old[0]:
+        self.repeats += old is not None
+        if old is None or row < old[0]:
             self.seen[digest] = (row, key)  # the earliest row stands for the input
-        return None if old[1] == key else old
+        return None if old is None or old[1] == key else old
 
     def export(self) -> tuple:
         """Picklable facts of one part, for `merge` in the process that combines parts."""
-        return self.seen, self.rows, self.repeats, self.seq_len, self.classes, self.tokens, self.verdicts
+        return self.seen, self.rows, self.repeats, self.seq_len, self.classes, self.tokens, self.verdicts, self.codes
 
     def merge(self, part: tuple) -> List[tuple]:
         """Add a part's exported facts; the (earlier row, later row, later row's label) triples of
         one input with two labels, ordered by the later row."""
-        seen, rows, repeats, seq_len, classes, tokens, verdicts = part
+        seen, rows, repeats, seq_len, classes, tokens, verdicts, codes = part
         for k, v in (verdicts or {}).items():
             self.verdicts[k] |= v
+        self.codes is None or self.codes.update(codes or {})
         conflicts = []
         for digest, (row, key) in sorted(seen.items(), key=lambda kv: kv[1][0]):
             other = self._record(digest, row, key)
@@ -126,8 +129,7 @@ class DataFacts:
         self.repeats += repeats
         self.seq_len = max(self.seq_len, seq_len)
         self.classes |= classes
-        for k, v in tokens.items():
-            self.tokens.setdefault(k, v)
+        self.tokens.update((k, v) for k, v in tokens.items() if k not in self.tokens)
         return sorted(conflicts, key=lambda p: p[1])
 
     def quantities(self, tick=None) -> Dict[str, object]:
@@ -136,8 +138,8 @@ class DataFacts:
              "label_classes": len(self.classes), "distinct_tokens": len(self.tokens)}
         if self.verdicts is not None:
             q.update({"n_" + k: len(v) for k, v in self.verdicts.items()})
-        if self.vectors:  # layer models only (graph models claim no token geometry): its own module
-            from .geometry import norms_and_gaps
-
+        if self.codes is not None:
+            q["codelength_bits"] = sum(self.codes.values()) + CODER_BITS
+        if self.vectors:  # layer models only: geometry.py
             q.update(norms_and_gaps([v for v in self.tokens.values() if v is not None], tick))
         return q

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from functools import lru_cache
+from itertools import count
 
 from .enclosure import _atanh, cdiv, exp_bound, pi_fx, sqrt_bound
 
@@ -78,9 +79,7 @@ def erf_fx(n: int, F: int, up: bool, tick=None) -> int:
     X = n << (G - F)
     q_lo, q_hi = X * X >> G, -(-(X * X) >> G)  # x²·2^G rounded down / up
     tl = th = s_lo = s_hi = X
-    i = 0
-    while True:
-        i += 1
+    for i in count(1):
         if tick is not None and not i & 31:
             tick()
         tl, th = tl * q_lo // (i << G), cdiv(th * q_hi, i << G, True)
@@ -143,11 +142,10 @@ def sin_fx(n: int, w: int, F: int, cos: bool):
         return -one, one
     (P, Q), X = pi_fx(H - 1), n << (H - F)
     c = 4 * ((X + cos * P + 2 * P) // (4 * P)) - cos
-    R, rad, i = X - max(c * P, c * Q), abs(c) * (Q - P) + (w << (H - F)), 0
+    R, rad = X - max(c * P, c * Q), abs(c) * (Q - P) + (w << (H - F))
     A, K = abs(R), (R * R >> 2 * H) + 1  # |m| over 2^H, and K > m²
     A2l, A2h, tl, th, lo, hi = A * A >> H, cdiv(A * A, 1 << H, True), A, A, A, A
-    while True:
-        i += 1
+    for i in count(1):
         d = (2 * i) * (2 * i + 1) << H
         tl, th = tl * A2l // d, cdiv(th * A2h, d, True)
         if i > K and th <= 1:

@@ -68,7 +68,7 @@ def sign(lo, hi):
 
 
 class ShapeError(Exception):
-    pass
+    """A shape that does not fit (`need`): the certificate is malformed, naming the node."""
 
 
 def need(ok, msg: str):
@@ -180,12 +180,7 @@ def take(t: T, idx, shape) -> T:
 
 def spread(t: T, out, s):
     """(lo, hi) of t broadcast to ``out`` over 2^s."""
-    lo, hi = at(t, s)
-    if t.shape == out:
-        return lo, hi
-    ix = bidx(t.shape, out)
-    L = [lo[i] for i in ix]
-    return L, L if lo is hi else [hi[i] for i in ix]
+    return at(t if t.shape == out else take(t, bidx(t.shape, out), out), s)
 
 
 def axis(v, r):
@@ -207,17 +202,15 @@ def ints(vals) -> T:
 # ----------------------------------------------------------------------------- element-wise ops
 
 
-def op_add(cx, a, x, y, neg=False):
-    """Add (Sub with ``neg``): [xl + yl, xh + yh] (Sub: [xl − yh, xh − yl]), numpy broadcasting."""
+def op_add(cx, a, x, y):
+    """Add: [xl + yl, xh + yh], numpy broadcasting (Sub: x + (−y), `op_neg`)."""
     out, s = bshape(x.shape, y.shape), max(x.s, y.s)
     (xl, xh), (yl, yh) = spread(x, out, s), spread(y, out, s)
-    f = sub if neg else add
-    lo = list(map(f, xl, yh if neg else yl))
-    r = fit(out, lo, lo if xl is xh and yl is yh else list(map(f, xh, yl if neg else yh)), s, cx.F, x.ints and y.ints)
+    lo = list(map(add, xl, yl))
+    r = fit(out, lo, lo if xl is xh and yl is yh else list(map(add, xh, yh)), s, cx.F, x.ints and y.ints)
     if x.sp is None and y.sp is None:
-        return r  # IEEE: NaN wins; ∞ + finite = ∞; (−∞) + (+∞) = NaN (Sub: y's infinity flips)
-    return marked(r, [2 if 2 in (p, q) or p * q == -1 else p or q
-                      for p, q in zip(codes(x, out), (-c if c != 2 else 2 for c in codes(y, out)) if neg else codes(y, out))])
+        return r  # IEEE: NaN wins; ∞ + finite = ∞; (−∞) + (+∞) = NaN
+    return marked(r, [2 if 2 in (p, q) or p * q == -1 else p or q for p, q in zip(codes(x, out), codes(y, out))])
 
 
 def op_mul(cx, a, x, y):
@@ -253,8 +246,10 @@ def op_div(cx, a, x, y):
     return op_mul(cx, a, x, op_recip(cx, a, y))
 
 
-def op_neg(cx, a, x):
-    return marked(fit(x.shape, [-v for v in x.hi], [-v for v in x.lo], x.s, x.s), x.sp and [c if c == 2 else -c for c in x.sp])
+def op_neg(cx, a, x, ints=False):
+    """Neg: [−hi, −lo]; ±∞ flip, NaN stays. ``ints``: an integer tensor stays one (Sub's y; Neg's result is not)."""
+    return marked(fit(x.shape, [-v for v in x.hi], [-v for v in x.lo], x.s, x.s, ints and x.ints),
+                  x.sp and [c if c == 2 else -c for c in x.sp])
 
 
 def monotone(f, domain=None):
@@ -343,7 +338,7 @@ def op_layernorm(cx, a, x, scale, bias=None):
     last, keep = ints([len(x.shape) - 1]), {"keepdims": 1}
     if not x.lo:  # no elements: an empty result
         return x
-    d = op_add(cx, a, x, op_reducemean(cx, keep, x, last), True)
+    d = op_add(cx, a, x, op_neg(cx, a, op_reducemean(cx, keep, x, last)))
     v = op_reducemean(cx, keep, op_pow(cx, {"_k": Fraction(2)}, d), last)
     r = op_recip(cx, a, sqrt(cx, a, op_add(cx, a, v, from_fracs((), [a["epsilon"]], cx.F))))
     y = op_mul(cx, a, op_mul(cx, a, d, r), scale)
@@ -411,8 +406,7 @@ def op_gather(cx, a, x, ix):
     ax = axis(a["axis"], len(x.shape))
     d, inner = x.shape[ax], prod(x.shape[ax + 1:])
     need(all(-d <= v < d for v in ix.lo), f"a Gather index is out of range for dimension {d}")
-    idx = walk(((prod(x.shape[:ax]), d * inner),))
-    idx = [o + (v % d) * inner + q for o in idx for v in ix.lo for q in range(inner)]
+    idx = [(o * d + v % d) * inner + q for o in range(prod(x.shape[:ax])) for v in ix.lo for q in range(inner)]
     return take(x, idx, x.shape[:ax] + ix.shape + x.shape[ax + 1:])
 
 
@@ -440,8 +434,7 @@ def op_slice(cx, a, x, starts, ends, axes=None, steps=None):
     """Slice, clamped as ONNX says: a negative start or end counts from the end (+ dim), then a positive
     step clamps the start and end to [0, dim], a negative step the start to [0, dim − 1] and the end to
     [−1, dim − 1]; the axis takes start, start + step, … while before the end."""
-    r = len(x.shape)
-    ax = axes_of(axes.lo, r) if axes is not None else list(range(len(starts.lo)))
+    ax = axes_of(axes.lo, len(x.shape)) if axes is not None else list(range(len(starts.lo)))
     st = steps.lo if steps is not None else [1] * len(ax)
     need(len(ax) == len(starts.lo) == len(ends.lo) == len(st) and 0 not in st, "bad Slice arguments")
     rng = [range(d) for d in x.shape]
@@ -550,8 +543,8 @@ def op_isnan(cx, a, x, want=(2,)):
 sqrt = monotone(lambda n, F, up, t: sqrt_bound(n, 1 << F, F, up), lambda v: v >= 0)
 OPS = {
     **{k: (f, 2, 2, {}, ()) for k, f in (("MatMul", op_matmul), ("Add", op_add), ("Mul", op_mul), ("Div", op_div),
-                                         ("Sub", lambda cx, a, x, y: op_add(cx, a, x, y, True)), ("Pow", op_pow),
-                                         ("And", op_logic), ("Or", op_logic))},
+                                         ("Sub", lambda cx, a, x, y: op_add(cx, a, x, op_neg(cx, a, y, True))),
+                                         ("Pow", op_pow), ("And", op_logic), ("Or", op_logic))},
     **{k: (f, 1, 1, {}, ()) for k, f in (("Neg", op_neg), ("Relu", monotone(lambda v, F, up, t: max(v, 0))), ("Sqrt", sqrt), ("Reciprocal", op_recip),
                                          ("Exp", op_exp), ("Tanh", monotone(tanh_fx)), ("Erf", monotone(erf_fx)),
                                          ("Sigmoid", monotone(sigmoid_fx)), ("Identity", lambda cx, a, x: x), ("Not", op_logic),

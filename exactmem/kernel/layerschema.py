@@ -112,7 +112,7 @@ def layer_answers(rd, spec: tuple, e: int, n: int, y, out, where: str, out_where
     """Example e (length n) of a layer model: its length against the positional rows and the
     attention layers with keys 'others'; (label, claimed output: None where a softmax model with
     identity decode claims none)."""
-    vocab, _, position, out_dim, (P_rows, need2, last_at, softmax_at, decode), _ = spec
+    vocab, _, position, out_dim, (P_rows, need2, last_at, softmax_at, decode), *_ = spec
     path = f"{where}inputs[{e}]"
     if vocab is not None and P_rows is not None and n > P_rows:
         bad(path, f"sequence of length {n} is longer than the {P_rows} rows of model.layers[0].P")

@@ -69,7 +69,7 @@ class Budget:
     with each example's row index before it is judged (display only: progress)."""
 
     def __init__(self, limits: Optional[Limits] = None, until_ns: Optional[int] = None, on_example=None):
-        self.limits, self.until_ns, self.on_example = limits or Limits(), until_ns, on_example
+        self.limits, self.until_ns, self.on_example = limits or Limits(), until_ns, on_example or (lambda row: None)
         t = self.limits.time_limit
         self.deadline = None if t is None else time.monotonic_ns() + t.numerator * 10 ** 9 // t.denominator
 

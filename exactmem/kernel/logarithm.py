@@ -11,7 +11,8 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import lru_cache
 
-from .enclosure import ONE, ZERO, Interval, _atanh, exp_bound, round_ratio, rounded
+from .enclosure import ONE, ZERO, _atanh, exp_bound, round_ratio
+from .interval import Interval, rounded
 
 
 @lru_cache(maxsize=64)

@@ -18,7 +18,8 @@ import re
 from fractions import Fraction
 from math import comb, factorial
 
-from .enclosure import Interval, Undecided, exp_bound
+from .enclosure import Undecided, exp_bound
+from .interval import Interval
 from .logarithm import e_interval
 from .expression import (ARITY as CORE, RELATIONS, DomainError, Parser, add, decide, definitions, evaluate,
                          exact_int, fit, log2, mul, point, render)

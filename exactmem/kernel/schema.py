@@ -63,6 +63,7 @@ class ParsedCertificate:
     spec: Optional[tuple] = None  # what validating an example needs (vocab, dim, P rows, attention facts)
     graph: Optional[object] = None  # a graph model (graph.Graph; docs/verify-format.md): layers [], softmax_at 0
     formulas: Optional[dict] = None  # claim formulas, layer models only: {"definitions": raw list}; formulas.py
+    codelengths: Optional[list] = None  # a graph model's claimed code length per example (codelength.py)
 
 
 def canonical_hash(doc: dict) -> str:
@@ -101,10 +102,9 @@ def read_bytes(path: str, limits: Optional[Limits] = None, name: Optional[str] =
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     link = MalformedCertificate(f"{what} is a symbolic link (chunk files must be regular files in the "
                                 "certificate's folder)")
-    if not follow:
-        if os.path.islink(path):  # also where O_NOFOLLOW does not exist
-            raise link
-        flags |= getattr(os, "O_NOFOLLOW", 0)
+    if not follow and os.path.islink(path):  # also where O_NOFOLLOW does not exist
+        raise link
+    flags |= 0 if follow else getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
     except OSError as e:
@@ -174,8 +174,7 @@ class _Reader:
         digits, cap = max(len(m[2]), len(m[3] or "")), self.budget.limits.max_digits
         if digits > cap:
             bad(path, str(LimitExceeded("max_digits", f"a number of {digits} digits, more than {cap}")))
-        num = -parse_int(m[2]) if m[1] else parse_int(m[2])
-        den = parse_int(m[3]) if m[3] else 1
+        num, den = parse_int(m[1] + m[2]), parse_int(m[3] or "1")  # parse_int reads a leading "-"
         if den == 0:
             bad(path, f"zero denominator in {short(x)!r}")
         q = Fraction(num) if den == 1 else Fraction(num, den)
@@ -207,8 +206,8 @@ class _Reader:
         return v
 
 
-def _header(doc, budget: Budget) -> None:
-    """Format, version, fields, hash; then the certificate's ``check.limits`` lower the budget."""
+def _header(doc, budget: Budget) -> dict:
+    """Format, version, fields, hash; then the certificate's ``check.limits`` lower the budget. Returns ``check``."""
     if not isinstance(doc, dict):
         raise MalformedCertificate(f"the certificate must be a JSON object, got {jtype(doc)}")
     _obj(doc, "(top level)", ("format", "version"), None)
@@ -243,13 +242,14 @@ def _header(doc, budget: Budget) -> None:
     if asked.get("time_limit", 1) <= 0:
         bad("check.limits.time_limit", "must be positive seconds")
     budget.restart(budget.limits.lowered(asked))
+    return chk
 
 
 def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate:
     """Validate ``doc`` and verify its hash (MalformedCertificate otherwise); the budget's time
     limit is checked while reading (LimitExceeded)."""
     budget = budget or Budget()
-    _header(doc, budget)
+    chk = _header(doc, budget)
     rd = _Reader(budget)
     model = _obj(doc["model"], "model", ("input", "readout"), ("layers", "graph"))
     if ("graph" in model) == ("layers" in model):
@@ -265,7 +265,6 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     ro = _obj(model["readout"], "model.readout", ("position", "decode"))
     position = _str(ro["position"], "model.readout.position", ("last", "all"))
     decode = _str(ro["decode"], "model.readout.decode", ("identity", "argmax"))
-    chk = doc["check"]
     eps = None if chk["error_bound"] is None else rd.rat(chk["error_bound"], "check.error_bound")
     if eps is not None and eps < 0:
         bad("check.error_bound", "must be >= 0")
@@ -279,14 +278,16 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
         layers, softmax_at, m, facts = [], 0, None, None
     else:
         layers, softmax_at, m, sizes, facts = read_layers(rd, model["layers"], m, tokens, decode, eps)
-    spec = (in_size if tokens else None, None if tokens else in_size, position, m, facts, shape if "shape" in inp else None)
+    cl = graph is not None and any(isinstance(c, dict) and c.get("quantity") == "codelength_bits" for c in
+                                   doc["claims"] if isinstance(doc["claims"], list))  # outputs carry code lengths
+    spec = (in_size if tokens else None, None if tokens else in_size, position, m, facts, graph and graph.shape, cl)
     chunks = None
     if doc["version"] == 1:
         ds = _obj(doc["dataset"], "dataset", ("inputs", "labels"))
-        inputs, labels, outputs = _examples(rd, spec, ds, doc["outputs"], "dataset.", "")
+        inputs, labels, outputs, codes = _examples(rd, spec, ds, doc["outputs"], "dataset.", "")
         n_ex = len(inputs)
     else:
-        inputs, labels, outputs, chunks, n_ex, names = [], [], [], [], 0, {}
+        inputs, labels, outputs, chunks, n_ex, names, codes = [], [], [], [], 0, {}, None
         for k, c in enumerate(_list(_obj(doc["dataset"], "dataset", ("chunks",))["chunks"], "dataset.chunks")):
             cp = f"dataset.chunks[{k}]"
             _obj(c, cp, ("file", "sha256", "examples"), ("first",))
@@ -326,17 +327,17 @@ def parse_certificate(doc, budget: Optional[Budget] = None) -> ParsedCertificate
     measured = {"n_params": len(bits), "n_nonzero": sum(1 for x in rd.params if x), **sizes,
                 "max_bits": max(bits, default=0), "total_bits": sum(bits), "input_dim": in_size, "n_rows": n_ex}
     return ParsedCertificate(layers, tokens, position, decode, m, softmax_at, inputs, labels, outputs, claims,
-                             eps, max_precision, measured, 0, chunks, spec, graph, formulas)
+                             eps, max_precision, measured, 0, chunks, spec, graph, formulas, codes)
 
 
 def _examples(rd: _Reader, spec: tuple, ds: dict, outs, where: str, out_where: str, count: Optional[int] = None):
     """Validate the examples (``ds`` inputs and labels, claimed outputs ``outs``); paths start with ``where``.
     A graph model's example has a label (per position) and a claimed verdict; a layer model's (``facts``
     not None) is checked against its layers by `layerschema.layer_answers`."""
-    vocab, in_dim, position, out_dim, facts, shape = spec
+    vocab, in_dim, position, out_dim, facts, shape, cl = spec
     xs = _list(ds["inputs"], f"{where}inputs", count)
     ys, outs = _list(ds["labels"], f"{where}labels", len(xs)), _list(outs, f"{out_where}outputs", len(xs))
-    inputs, labels, outputs = [], [], []
+    inputs, labels, outputs, codes = [], [], [], []
     for e in range(len(xs)):
         rd.budget.tick()
         path = f"{where}inputs[{e}]"
@@ -350,12 +351,16 @@ def _examples(rd: _Reader, spec: tuple, ds: dict, outs, where: str, out_where: s
             lp = f"{where}labels[{e}]"  # a class index, or one per position
             labels.append([integer(v, f"{lp}[{t}]", 0) for t, v in enumerate(_list(ys[e], lp, n))] if position == "all"
                           else integer(ys[e], lp, 0))
-            outputs.append(_str(outs[e], f"{out_where}outputs[{e}]", VERDICTS))
+            o, p = outs[e], f"{out_where}outputs[{e}]"
+            if cl:  # a codelength_bits claim: each output is {"verdict": ..., "codelength": bits}
+                codes.append(rd.rat(_obj(o, p, ("verdict", "codelength"))["codelength"], f"{p}.codelength"))
+                o, p = o["verdict"], f"{p}.verdict"
+            outputs.append(_str(o, p, VERDICTS))
         else:
             label, out = layer_answers(rd, spec, e, n, ys[e], outs[e], where, out_where)
             labels.append(label)
             outputs.append(out)
-    return inputs, labels, outputs
+    return inputs, labels, outputs, codes if cl else None
 
 
 def parse_chunk(cert: ParsedCertificate, k: int, data: bytes, budget: Budget) -> ParsedCertificate:
@@ -372,4 +377,4 @@ def parse_chunk(cert: ParsedCertificate, k: int, data: bytes, budget: Budget) ->
     if "first" in doc and integer(doc["first"], f"{where}.first") != first:
         bad(f"{where}.first", f"the chunk says it starts at example {doc['first']}, its place in the list at {first}")
     ex = _examples(_Reader(budget), cert.spec, doc, doc["outputs"], f"{where}.", f"{where}.", count)
-    return replace(cert, inputs=ex[0], labels=ex[1], outputs=ex[2], first=first, chunks=None)
+    return replace(cert, inputs=ex[0], labels=ex[1], outputs=ex[2], first=first, chunks=None, codelengths=ex[3])

@@ -47,6 +47,7 @@ class VerifyResult:
     graph_constants: int = 0  # entries of the certificate graph's constants (what the kernel's n_params counts)
     buffers: Optional[int] = None  # a module's buffers (fixed tables, masks); None for an ONNX file
     n_params_source: str = "ONNX float initializers"
+    memorized: Optional[Dict[str, Any]] = None  # measure="bits": the code length and memorized bits (codelength.py)
 
     def summary(self) -> str:
         fc = "n/a (no onnxruntime)" if self.float_count is None else str(self.float_count)
@@ -58,7 +59,8 @@ class VerifyResult:
                 "n_distinct": self.n_distinct, "n_rows": self.n_rows, "float_count": self.float_count,
                 "certificate": self.certificate, "n_params": self.n_params, "n_params_source": self.n_params_source,
                 "graph_constants": self.graph_constants, "buffers": self.buffers, "differences": self.differences,
-                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+                **({"memorized": self.memorized} if self.memorized is not None else {})}
 
 
 def export_torch(module, example: np.ndarray, quiet: bool = True, forward=None, output=None, names=None):
@@ -182,8 +184,10 @@ def export_cause(e: BaseException) -> str:
     return a if a == b else f"{type(inner).__name__}: {b} (from: {a})"
 
 
-def _float_argmax(model_bytes: bytes, ex: Examples, rows: List[int]) -> Optional[Dict[int, bool]]:
-    """Per row: does onnxruntime's float argmax equal the label? None without onnxruntime."""
+def _float_argmax(model_bytes: bytes, ex: Examples, rows: List[int], logits: Optional[Dict[int, Any]] = None
+                  ) -> Optional[Dict[int, bool]]:
+    """Per row: does onnxruntime's float argmax equal the label? None without onnxruntime. ``logits``
+    (a dict) receives each row's read scores: [C] (one position) or [n, C] (position all)."""
     try:
         import onnxruntime as ort
     except ImportError:
@@ -206,7 +210,10 @@ def _float_argmax(model_bytes: bytes, ex: Examples, rows: List[int]) -> Optional
             row = y[0, -1] if y.ndim == 3 else y[0]
             out[i] = int(np.argmax(row)) == int(lab)
         else:
+            row = y[0]
             out[i] = all(int(np.argmax(y[0, p])) == int(lab[p]) for p in range(y.shape[1]))
+        if logits is not None:
+            logits[i] = row
     return out
 
 
@@ -214,12 +221,19 @@ _PROG: Optional[Program] = None
 _BACKENDS: Dict[int, Any] = {}
 
 
-def _init_worker(model_json):
-    global _PROG, _BACKENDS
-    _PROG, _BACKENDS = Program(model_json), {}
+_MEASURE = False
+
+
+def _init_worker(model_json, measure=False):
+    global _PROG, _BACKENDS, _MEASURE
+    _PROG, _BACKENDS, _MEASURE = Program(model_json), {}, measure
 
 
 def _judge_batch(batch, precisions):
+    if _MEASURE:  # the verdict and the code length from the same scores (codelength.py)
+        from .codelength import judge_and_measure
+
+        return [(i, judge_and_measure(_PROG, x, lab, precisions, _BACKENDS)) for i, x, lab in batch]
     return [(i, judge(_PROG, x, lab, precisions, _BACKENDS)) for i, x, lab in batch]
 
 
@@ -231,7 +245,7 @@ def _ladder(max_precision: int):
 def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, position="last",
            decode: str = "argmax", out: Optional[str] = None, workers: int = 1, quiet: bool = True,
            max_precision: int = 4096, float_count: bool = True, name: Optional[str] = None, forward=None,
-           output=None) -> VerifyResult:
+           output=None, measure: Optional[str] = None, source_bits=None) -> VerifyResult:
     """Certify, example by example, what ``model`` memorizes (see the module docstring).
 
     ``model``: an ONNX path, a ``ModelProto`` or a ``torch.nn.Module``. ``inputs``: N×n token ids
@@ -241,7 +255,10 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     index K (negative from the end; the certificate's graph gains a Gather reading index K,
     `readout`). A module is exported with ``forward(module, x)`` and ``output`` (`export_torch`):
     other arguments held constant, the scores picked by name or index. ``out``: directory for the
-    certificate (none written when None). Raises `VerifyInputError` (one line) on bad input."""
+    certificate (none written when None). ``measure="bits"``: also enclose the model's code length
+    for the labels and the bits it memorized (`exactmem.verify.codelength`; ``source_bits``: the
+    labels' entropy in bits, a number or rational text; by default ``predictions · log₂ C``).
+    Raises `VerifyInputError` (one line) on bad input."""
     from ..progress import Progress
 
     t0 = time.perf_counter()
@@ -251,6 +268,12 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
         raise VerifyInputError("--workers must be at least 1")
     if max_precision < 64:
         raise VerifyInputError("--max-precision must be at least 64 bits")
+    if measure not in (None, "bits"):
+        raise VerifyInputError(f"--measure must be bits, not {measure!r}")
+    if source_bits is not None:
+        from .codelength import source_bits_value
+
+        source_bits = source_bits_value(source_bits, measure)
     if isinstance(model, (str, os.PathLike)):  # the model first: `verify DIR --data X` blames the model, not --data
         if os.path.isdir(model):
             raise VerifyInputError(f"{model} is a directory, not an ONNX model file (give MODEL.onnx)")
@@ -313,7 +336,7 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     with Progress(total=len(todo), desc="verify", unit="example", quiet=quiet) as bar:
         bar.stage("evaluate", f"verify: {len(todo)} distinct examples, {workers} worker(s)")
         if workers == 1:
-            _init_worker(model_json)
+            _init_worker(model_json, measure == "bits")
             for item in todo:
                 (i, v), = _judge_batch([item], ladder)
                 results[i] = v
@@ -326,7 +349,7 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
             batches = [todo[k:k + size] for k in range(0, len(todo), size)]
             ctx = mp_.get_context("fork") if "fork" in mp_.get_all_start_methods() else None
             with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                                     initargs=(model_json,)) as pool:
+                                     initargs=(model_json, measure == "bits")) as pool:
                 futs = [pool.submit(_judge_batch, b, ladder) for b in batches]
                 for f in as_completed(futs):
                     for i, v in f.result():
@@ -348,7 +371,8 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     counts = {"pass": sum(v == "pass" for v in status.values()), "fail": sum(v == "fail" for v in status.values()),
               "unknown": sum(v == "unknown" for v in status.values()), "rows": ex.N, "distinct": len(status)}
 
-    fl = _float_argmax(mp.SerializeToString(), ex, sorted(by_input.values())) if float_count else None
+    logits: Optional[Dict[int, Any]] = {} if measure == "bits" else None
+    fl = _float_argmax(mp.SerializeToString(), ex, sorted(by_input.values()), logits) if float_count else None
     t_float = time.perf_counter()
     differences = []
     for i in sorted(by_input.values()):
@@ -361,12 +385,24 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     res = VerifyResult(counts["pass"], counts["fail"], counts["unknown"], counts["distinct"], ex.N,
                        None if fl is None else sum(fl.values()), None, row_verdict, row_bits, differences,
                        graph_constants=constants, **sizes)
+    if measure == "bits":
+        from .codelength import measured_bits
+
+        pairs = sorted(first.values())
+        res.memorized = measured_bits([results[i][3] for i in pairs], C, res.n_params, source_bits,
+                                      None if not logits else [(logits[i], ex.labels[i]) for i in pairs if i in logits])
     from .certificate import build
 
     meta = {"producer": "exactmem verify", "float_count": res.float_count, "differences": differences,
             "source_ops": lowered.source_ops, "bits": row_bits}
+    codelengths = bound = None
+    if res.memorized is not None and res.memorized.get("codelength_bits") is not None:
+        from .codelength import row_codelengths
+
+        codelengths, bound = row_codelengths([results[first[(ex.key(i), str(ex.label_json(i)))]][3] for i in range(ex.N)],
+                                             [ex.key(i) for i in range(ex.N)])
     res.doc = build(model_json, [ex.input_json(i) for i in range(ex.N)], [ex.label_json(i) for i in range(ex.N)],
-                    row_verdict, counts, name, max_precision, meta)
+                    row_verdict, counts, name, max_precision, meta, codelengths, bound)
     if out is not None:
         from ..certificate.writer import write_certificate
 
