@@ -49,7 +49,7 @@ _LAZY = {
     "measure": ("exactmem.model.measure", "measure"),
     "verify": ("exactmem.verify", "verify"),
     "sweep_bits": ("exactmem.verify.bits_report", "sweep_bits"),
-    "memorized_bits": ("exactmem.verify.codelength", "memorized_bits"),
+    "memorized_bits": ("exactmem.verify.run", "memorized_bits"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -194,16 +194,6 @@ def memorized_text(m: Dict[str, Any]) -> str:
             + (f" = {bpp:.4f} bits per parameter ({m['n_params']} parameters)" if bpp is not None else "") + side)
 
 
-def memorized_bits(model, inputs=None, labels=None, *, position: str = "all", source_bits=None, **kwargs):
-    """The bits ``model`` memorized of the labels, certified: `exactmem.verify.run.verify` with
-    ``measure="bits"`` (every keyword of verify applies; ``out=DIR`` writes the certificate whose
-    code-length claims the kernel re-derives). Returns the ``VerifyResult``; its ``memorized``
-    dict holds ``dataset_bits``, ``codelength_bits`` (certified upper bound, incl. the coder's 2),
-    ``memorized_bits`` (certified lower bound), ``float_memorized_bits`` and ``bits_per_parameter``."""
-    from .run import verify
-
-    return verify(model, inputs, labels, position=position, measure="bits", source_bits=source_bits, **kwargs)
-
 
 def row_codelengths(encs: List[Tuple[Fraction, Fraction, int]], keys: List[bytes]) -> Tuple[List[str], str]:
     """Per row, its claimed code length (the enclosure's upper end) as text, and the claimed bound

@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import missing_extra
 from .floats import ONNX_FLOATS, exact_array
 from .kernels import ATTRS, OPS, ExactBackend, NotExact, OpError
+from . import composite  # noqa: F401  (adds its compositions of table ops to ops.LOWER: Conv, GatherND, …)
 from .ops import LOWER, Const, Dyn, LowerError
 from .special import Special
 

@@ -487,6 +487,3 @@ def slice_const(x, starts, ends, axes, steps):  # re-exported for tests
         return slice_array(x, starts, ends, axes, steps)
     except OpError as e:
         raise LowerError(str(e)) from None
-
-
-from . import composite  # noqa: E402,F401  (adds its compositions of table ops to LOWER: Conv, GatherND, …)

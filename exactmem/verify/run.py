@@ -26,7 +26,7 @@ from .evaluate import PRECISIONS, Program, judge
 from .floats import ONNX_FLOATS
 from .onnx_import import VerifyInputError, load_onnx, lower
 
-__all__ = ["verify", "VerifyResult", "export_torch", "VerifyInputError"]
+__all__ = ["verify", "memorized_bits", "VerifyResult", "export_torch", "VerifyInputError"]
 
 
 @dataclass
@@ -412,3 +412,12 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     res.seconds = {"lower": t_lower - t0, "evaluate": t_eval - t_lower, "float": t_float - t_eval,
                    "write": t_end - t_float, "total": t_end - t0}
     return res
+
+
+def memorized_bits(model, inputs=None, labels=None, *, position: str = "all", source_bits=None, **kwargs):
+    """The bits ``model`` memorized of the labels, certified: `exactmem.verify.run.verify` with
+    ``measure="bits"`` (every keyword of verify applies; ``out=DIR`` writes the certificate whose
+    code-length claims the kernel re-derives). Returns the ``VerifyResult``; its ``memorized``
+    dict holds ``dataset_bits``, ``codelength_bits`` (certified upper bound, incl. the coder's 2),
+    ``memorized_bits`` (certified lower bound), ``float_memorized_bits`` and ``bits_per_parameter``."""
+    return verify(model, inputs, labels, position=position, measure="bits", source_bits=source_bits, **kwargs)
