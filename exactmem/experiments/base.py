@@ -29,6 +29,7 @@ EXPERIMENTS: Dict[str, str] = {
     "mahdavi-fig2": "mahdavi_fig2",
     "dana-fig1": "dana_fig1",
     "kruskal-real": "kruskal_real",
+    "morris-capacity": "morris_capacity",
 }
 
 
@@ -46,6 +47,7 @@ class RunConfig:
     out: str = "experiments"
     seed: int = 0
     verbose: bool = False
+    seeds: int = 0  # seeds seed, seed + 1, ... (0: the experiment's default; used by morris-capacity)
 
 
 @dataclass

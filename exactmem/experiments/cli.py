@@ -1,4 +1,4 @@
-"""``python -m exactmem experiment list | NAME [--quick] [--workers N] [--out DIR] [--seed S]``."""
+"""``python -m exactmem experiment list | NAME [--quick] [--workers N] [--out DIR] [--seed S] [--seeds K]``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ def add_parser(sub) -> None:
     e.add_argument("--workers", type=int, default=1, help="certify on a local Dask cluster of N workers")
     e.add_argument("--out", default=None, help="output directory (default experiments/<name>)")
     e.add_argument("--seed", type=int, default=0, help="seed of data, initialisation and training (default 0)")
+    e.add_argument("--seeds", type=int, default=None, help="number of seeds (seed, seed + 1, ...; default: the "
+                                                         "experiment's own; morris-capacity)")
     e.add_argument("--verbose", action="store_true", help="print every measured row")
     e.add_argument("--debug", action="store_true", help="show Python tracebacks")
     e.set_defaults(fn=run_cli)
@@ -32,8 +34,11 @@ def run_cli(args) -> int:
     if args.workers < 1:
         print("exactmem: error: experiment: --workers must be at least 1", file=sys.stderr)
         return 3
+    if args.seeds is not None and args.seeds < 1:
+        print("exactmem: error: experiment: --seeds must be at least 1", file=sys.stderr)
+        return 3
     cfg = RunConfig(quick=args.quick, workers=args.workers, out=args.out or f"experiments/{args.name}",
-                    seed=args.seed, verbose=args.verbose)
+                    seed=args.seed, verbose=args.verbose, seeds=args.seeds or 0)
     try:
         rec = run_experiment(args.name, cfg)
     except ExperimentError as e:

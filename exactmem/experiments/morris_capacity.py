@@ -1,0 +1,264 @@
+"""``morris-capacity`` — Morris et al. 2025 ("How much do language models memorize?"), Fig. 1, Fig. 6
+and Table 1, re-run on a CPU and **certified** (issue 36, build item 2; ``docs/capacity.md``).
+
+Morris et al. train GPT-2 models on uniformly random token sequences and measure, per model and
+dataset size N, the bits the model memorized: the data's entropy N·S·log₂V minus the model's code
+length for the data, −Σ log₂ p(token | prefix) (their Definition 3 with the model as the reference).
+Memorized bits grow with N until the model's capacity, then plateau (their Fig. 1); capacity grows
+linearly with the parameters, about 3.6 bits per parameter (their Fig. 6; 3.83 in float32, 3.51 in
+bfloat16). Their code length comes from float likelihoods.
+
+Here every trained network (`exactmem.experiments.morris_train`: ``transformers.GPT2LMHeadModel``,
+sizes of `FULL`, vocabulary `VOCAB`, length `SEQ_LEN`, a BOS token prepended so every token is
+predicted) goes through ``exactmem.memorized_bits`` (`exactmem.verify.codelength`): PyTorch's
+exporter, every stored float32 weight taken exactly, −log₂ p of every token of every sequence
+enclosed in certified interval arithmetic, the coder's +2 bits added. That gives a **certified lower
+bound** on the memorized bits of the real-number network of the stored weights, next to the float
+estimate (onnxruntime's float32 log-probabilities of the same exported network). Each network is
+measured twice: with its float32 weights and with every weight rounded to bfloat16 by torch (the
+real network of the bf16-stored weights). Each certificate is written and re-checked by
+``python -m exactmem check`` in a fresh process; its verdict is recorded in the row.
+
+Capacity per (model, weights, seed) = the maximum memorized bits over N; α = capacity/parameters
+fitted through the origin by least squares over the (model, seed) points, with its standard
+error (`fit_through_origin`) — certified and float side by side. The docs section and the two
+figures are generated from the JSON by `exactmem.experiments.morris_page`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from .base import Experiment, ExperimentError, Record, RunConfig, require_torch
+
+VOCAB = 64  # token values 0..63 (6 bits each); the BOS token is id 64
+SEQ_LEN = 16  # S tokens per sequence, all predicted (position all)
+WEIGHTS = ("float32", "bfloat16")
+
+# Morris et al. 2025, Table 1 (GPT-2 style, V = 2048, S = 64): (layers, width, parameters, capacity in bits)
+MORRIS_TABLE1 = [
+    {"layers": 1, "width": 32, "params": 8.04e4, "capacity_bits": 3.39e5},
+]
+MORRIS_ALPHA = {"overall": 3.6, "float32": 3.83, "bfloat16": 3.51}
+
+# model sizes (name, layers, width, heads); dataset sizes N per model bracket its capacity (pilot: PILOTS)
+FULL: Dict[str, Any] = {
+    "models": [("L1-d6", 1, 6, 1), ("L1-d8", 1, 8, 1), ("L2-d10", 2, 10, 1), ("L1-d16", 1, 16, 1)],
+    "N": {"L1-d6": [5, 10, 20, 40], "L1-d8": [8, 16, 32, 64], "L2-d10": [18, 36, 72, 144],
+          "L1-d16": [24, 48, 96, 192]},
+    "steps": {"L1-d6": 2500, "L1-d8": 2500, "L2-d10": 2500, "L1-d16": 2500},
+    "lr": 5e-3,
+    "seeds": 2,
+}
+QUICK: Dict[str, Any] = {
+    "models": [("L1-d4", 1, 4, 1), ("L1-d8", 1, 8, 1)],
+    "N": {"L1-d4": [4, 16], "L1-d8": [4, 16]},
+    "steps": {"L1-d4": 600, "L1-d8": 600},
+    "lr": 1e-2,
+    "seeds": 1,
+}
+
+
+def plan(quick: bool) -> Dict[str, Any]:
+    return QUICK if quick else FULL
+
+
+# ----------------------------------------------------------------------------- measurement
+
+
+def _package_root() -> str:
+    import exactmem
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(exactmem.__file__)))
+
+
+def check_cli(path: str) -> Dict[str, Any]:
+    """``python -m exactmem check PATH --json`` in a fresh process (this checkout's exactmem, no time
+    limit): the kernel's verdict read from the written file, and the wall time."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = _package_root() + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "exactmem", "check", path, "--json", "--quiet", "--time-limit", "none"],
+                       capture_output=True, text=True, env=env)
+    dt = time.perf_counter() - t0
+    try:
+        v = json.loads(p.stdout)
+    except ValueError:
+        return {"status": "ERROR", "message": (p.stderr or p.stdout).strip().splitlines()[-1:] or [""], "seconds": dt}
+    return {"status": v["status"], "message": v["message"], "seconds": dt,
+            "codelength_bits": (v.get("measured") or {}).get("codelength_bits")}
+
+
+def sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def certify_bits(module, inputs, labels, dataset_bits: int, cert_dir: str, name: str, workers: int = 1,
+                 check: Callable[[str], Dict[str, Any]] = check_cli) -> Dict[str, Any]:
+    """The certified code length and memorized bits of the torch ``module`` on (inputs, labels),
+    position all, with the labels' entropy ``dataset_bits`` (the model scores V + 1 classes, the
+    data use V), its certificate written to ``cert_dir/name.verify.json`` and checked by ``check``."""
+    from ..verify.codelength import memorized_bits
+    from .certify_trained import _quiet_exporter
+
+    _quiet_exporter()
+    t0 = time.perf_counter()
+    res = memorized_bits(module, inputs, labels, out=cert_dir, name=name, source_bits=dataset_bits, workers=workers,
+                         quiet=True)
+    t_verify = time.perf_counter() - t0
+    m = res.memorized
+    if m.get("memorized_bits") is None:
+        raise RuntimeError(f"{name}: the code length is not enclosed ({m.get('why')})")
+    chk = check(res.certificate)
+    if chk.get("codelength_bits") is not None and Fraction(chk["codelength_bits"]) != Fraction(m["codelength_bits"]):
+        chk["status"] += " (measured code length differs from the claim)"
+    return {"certified_memorized_bits": float(Fraction(m["memorized_bits"])), "memorized_bits_exact": m["memorized_bits"],
+            "codelength_bits": m["codelength_bits"], "codelength_lower": m["codelength_lower"],
+            "float_memorized_bits": m.get("float_memorized_bits"),
+            "float_codelength_bits": m.get("float_codelength_bits"), "n_params": m["n_params"],
+            "unknown_examples": res.unknown,
+            "precision_bits": max(res.bits) if res.bits else None, "verify_s": round(t_verify, 1),
+            "check": chk["status"], "check_message": chk.get("message"), "check_s": round(chk["seconds"], 1),
+            "certificate": os.path.basename(res.certificate), "certificate_sha256": sha256(res.certificate),
+            "certificate_bytes": os.path.getsize(res.certificate)}
+
+
+# ----------------------------------------------------------------------------- capacity and fit
+
+
+def fit_through_origin(xs: List[float], ys: List[float]) -> Dict[str, Any]:
+    """Least squares y = α·x through the origin: α = Σxy/Σx², its standard error
+    sqrt(Σ(y − αx)² / (n − 1) / Σx²) (None for one point), and n."""
+    sxx = sum(x * x for x in xs)
+    a = sum(x * y for x, y in zip(xs, ys)) / sxx
+    n = len(xs)
+    se = math.sqrt(sum((y - a * x) ** 2 for x, y in zip(xs, ys)) / (n - 1) / sxx) if n > 1 else None
+    return {"alpha": a, "se": se, "n": n}
+
+
+def capacities(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Per (model, weights, seed): the maximum over N of certified and float memorized bits, and the N
+    at which each is reached."""
+    out: Dict[Tuple[str, str, int], Dict[str, Any]] = {}
+    for r in rows:
+        k = (r["model"], r["weights"], r["seed"])
+        c = out.setdefault(k, {"model": r["model"], "weights": r["weights"], "seed": r["seed"], "params": r["params"],
+                               "certified": -math.inf, "float": -math.inf, "N_certified": None, "N_float": None})
+        if r["certified_memorized_bits"] > c["certified"]:
+            c["certified"], c["N_certified"] = r["certified_memorized_bits"], r["N"]
+        if r["float_memorized_bits"] > c["float"]:
+            c["float"], c["N_float"] = r["float_memorized_bits"], r["N"]
+    return list(out.values())
+
+
+def summarize(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Capacities, the α fits (certified and float, per weight format) and the 99 % criterion."""
+    caps = capacities(rows)
+    fits = {}
+    for w in WEIGHTS:
+        cs = [c for c in caps if c["weights"] == w]
+        if cs:
+            fits[w] = {kind: fit_through_origin([c["params"] for c in cs], [c[kind] for c in cs])
+                       for kind in ("certified", "float")}
+    ratios = [r["certified_over_float"] for r in rows if r.get("certified_over_float") is not None]
+    below = [{k: r[k] for k in ("model", "N", "seed", "weights", "certified_over_float")} for r in rows
+             if r.get("certified_over_float") is None or r["certified_over_float"] < 0.99]
+    return {"capacities": caps, "fit": fits, "min_certified_over_float": min(ratios) if ratios else None,
+            "rows_below_99_percent": below, "checks": sorted({r["check"] for r in rows}),
+            "morris_alpha": MORRIS_ALPHA, "morris_table1": MORRIS_TABLE1}
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def _loss_flat(curve: List[Tuple[int, float]]) -> Optional[float]:
+    """Relative change of the training loss over the last quarter of the steps (float; the plateau test)."""
+    if len(curve) < 2:
+        return None
+    last_step = curve[-1][0]
+    ref = next((l for s, l in curve if s >= 0.75 * last_step), curve[-2][1])
+    return round((ref - curve[-1][1]) / max(ref, 1e-12), 4)
+
+
+def run(config: RunConfig, record: Record) -> None:
+    torch = require_torch()
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        raise ExperimentError("morris-capacity trains transformers' GPT2LMHeadModel: pip install transformers") from None
+    from . import morris_train as mt
+
+    torch.set_num_threads(1)
+    P = plan(config.quick)
+    seeds = [config.seed + k for k in range(getattr(config, "seeds", 0) or P["seeds"])]
+    cert_dir = os.path.join(config.out, "certs")
+    os.makedirs(cert_dir, exist_ok=True)
+    record.note(f"data: N sequences of S = {SEQ_LEN} tokens uniform over V = {VOCAB} (numpy, seeded by (seed, N, V, S)); "
+                f"BOS = token {VOCAB} prepended; every token predicted (position all); dataset bits = N·S·log2 V = "
+                f"{SEQ_LEN * int(math.log2(VOCAB))}·N, exact.")
+    record.note("model: transformers GPT2LMHeadModel, default GPT2Config except n_layer, n_embd, n_head, vocab_size = V + 1, "
+                "n_positions = S, and dropout 0; output layer tied to the token embedding; params = trainable parameters.")
+    record.note(f"training: AdamW (betas 0.9/0.999, weight decay 0), lr {P['lr']:g} with a 5 % linear warm-up then cosine decay to 0, full batch, "
+                f"fixed steps per model ({', '.join(f'{k}: {v}' for k, v in P['steps'].items())}); one torch thread, CPU.")
+    record.note("measurement: exactmem.memorized_bits (torch.onnx.export, float32 weights exact, -log2 p enclosed per token, "
+                "code length = sum of upper ends + 2 coder bits); float = onnxruntime float32 log-probabilities of the same "
+                "exported network; bfloat16 = every weight rounded by torch to bfloat16, stored in float32, then measured.")
+    t_train = t_cert = t_check = 0.0
+    for name, L, d, H in P["models"]:
+        for N in P["N"][name]:
+            for seed in seeds:
+                inputs, labels = mt.random_sequences(N, VOCAB, SEQ_LEN, seed)
+                dbits = N * SEQ_LEN * int(math.log2(VOCAB))
+                model = mt.make_model(L, d, H, VOCAB, SEQ_LEN, seed)
+                params = mt.n_params(model)
+                steps = P["steps"][name]
+                tr = mt.train(model, inputs, labels, steps, P["lr"], seed, eval_every=max(1, steps // 20))
+                t_train += tr.seconds
+                torch_float = dbits - mt.float_bits(model, inputs, labels)
+                record.log(f"{name} ({params} params) N={N} seed {seed}: {steps} steps in {tr.seconds:.0f} s, loss "
+                           f"{tr.loss:.4f}; float memorized {torch_float:,.0f} of {dbits:,} bits")
+                for w in WEIGHTS:
+                    net = model if w == "float32" else mt.rounded_copy(model, w)
+                    tag = f"{name}-N{N}-s{seed}-{w}"
+                    m = certify_bits(net, inputs, labels, dbits, cert_dir, tag, config.workers)
+                    t_cert += m["verify_s"]
+                    t_check += m["check_s"]
+                    fl = m["float_memorized_bits"]
+                    ratio = m["certified_memorized_bits"] / fl if fl and fl > 0 else None
+                    record.log(f"  {w}: certified >= {m['certified_memorized_bits']:,.1f} bits, float {fl:,.1f}"
+                               + (f" (ratio {ratio:.5f})" if ratio is not None else "")
+                               + f"; check {m['check']} ({m['verify_s']:.0f} s + {m['check_s']:.0f} s)")
+                    record.row(model=name, layers=L, width=d, heads=H, params=params, N=N, seed=seed, weights=w,
+                               dataset_bits=dbits, steps=steps, lr=P["lr"], train_s=round(tr.seconds, 1),
+                               final_loss=round(tr.loss, 5), loss_change_last_quarter=_loss_flat(tr.curve),
+                               torch_float_memorized_bits=round(torch_float, 3) if w == "float32" else None,
+                               certified_over_float=ratio, **m)
+    record.timings.update({"train_s": round(t_train, 1), "verify_s": round(t_cert, 1), "check_s": round(t_check, 1)})
+    record.summary.update(summarize(record.rows))
+    record.summary["plan"] = {"vocab": VOCAB, "seq_len": SEQ_LEN, "models": P["models"], "N": P["N"],
+                              "steps": P["steps"], "lr": P["lr"], "seeds": seeds}
+    from . import morris_page
+
+    for fig, tag in morris_page.figures(record.as_dict()):
+        record.figure(fig, tag)
+
+
+EXPERIMENT = Experiment(
+    name="morris-capacity",
+    title="memorized bits of GPT-2 models on random sequences: certified lower bound vs float estimate, capacity fit",
+    source="Morris et al. 2025, 'How much do language models memorize?', Fig. 1, Fig. 6, Table 1",
+    run=run,
+    quick_minutes=5.0,
+)

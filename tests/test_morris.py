@@ -1,0 +1,169 @@
+"""``morris-capacity`` (issue 36, build item 2; docs/capacity.md § The Morris et al. experiment, certified).
+
+Without torch: the committed section of docs/capacity.md is `morris_page.page_block` of the committed
+docs/capacity/morris.json; the JSON's summary (capacities, α fits, the 99 % criterion) is recomputed
+from its rows; the least-squares fit through the origin against a hand computation.
+
+With torch (`needs_torch`): the quick run's invariants — every certificate re-checked CERTIFIED by
+``python -m exactmem check``, its file's SHA-256 as recorded, dataset bits N·S·log₂V, certified memorized
+bits = dataset − certified code length, certified ≤ float and ≥ 99 % of it, the bfloat16 rows measured on
+bfloat16-representable weights; on one quick network the kernel CERTIFIES the code-length claim, REFUTES it
+raised by one bit (the code-length bound lowered by 1), and REFUTES the claims after one output column of
+the network (the tied token embedding's copy in the output MatMul) is zeroed.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from exactmem.experiments import morris_capacity as mc
+from exactmem.experiments import morris_page as mp
+
+ROOT = Path(__file__).resolve().parents[1]
+JSON = ROOT / mp.JSON_PATH
+
+
+def committed():
+    return json.loads(JSON.read_text(encoding="utf-8"))
+
+
+def test_the_docs_section_is_generated_from_the_json():
+    js = committed()
+    text = (ROOT / "docs" / "capacity.md").read_text(encoding="utf-8")
+    assert text.count(mp.BEGIN) == 1 and text.count(mp.END) == 1
+    a, b = text.index(mp.BEGIN), text.index(mp.END) + len(mp.END)
+    assert text[a:b] == mp.page_block(js), "regenerate: python -m exactmem.experiments.morris_page " \
+                                            "experiments/morris-capacity/morris-capacity.json"
+    for fig in (mp.FIG1, mp.FIG6):
+        assert (ROOT / fig).exists() and fig.split("/", 1)[1] in text
+
+
+def test_the_committed_summary_follows_from_its_rows():
+    js = committed()
+    again = mc.summarize(js["rows"])
+    S = js["summary"]
+    assert again["capacities"] == S["capacities"]
+    for w, kinds in again["fit"].items():
+        for kind, f in kinds.items():
+            assert f["n"] == S["fit"][w][kind]["n"]
+            assert math.isclose(f["alpha"], S["fit"][w][kind]["alpha"], rel_tol=1e-12)
+    assert again["min_certified_over_float"] == S["min_certified_over_float"]
+    assert again["rows_below_99_percent"] == S["rows_below_99_percent"]
+    for r in js["rows"]:  # the exact figures behind each row's floats
+        assert Fraction(r["memorized_bits_exact"]) == r["dataset_bits"] - Fraction(r["codelength_bits"])
+        assert math.isclose(r["certified_memorized_bits"], float(Fraction(r["memorized_bits_exact"])), rel_tol=1e-12)
+        assert r["dataset_bits"] == r["N"] * S["plan"]["seq_len"] * int(math.log2(S["plan"]["vocab"]))
+        assert r["check"] == "CERTIFIED"
+    if not js["config"]["quick"]:  # the issue's shape: >= 4 model sizes x >= 4 dataset sizes x >= 2 seeds
+        models = {r["model"] for r in js["rows"]}
+        assert len(models) >= 4 and len(S["plan"]["seeds"]) >= 2
+        assert all(len({r["N"] for r in js["rows"] if r["model"] == m}) >= 4 for m in models)
+
+
+def test_fit_through_origin_against_a_hand_computation():
+    xs, ys = [1.0, 2.0, 4.0], [2.0, 5.0, 7.0]
+    f = mc.fit_through_origin(xs, ys)
+    a = (2 + 10 + 28) / (1 + 4 + 16)
+    res = [y - a * x for x, y in zip(xs, ys)]
+    assert math.isclose(f["alpha"], a)
+    assert math.isclose(f["se"], math.sqrt(sum(r * r for r in res) / 2 / 21))
+    assert mc.fit_through_origin([3.0], [6.0]) == {"alpha": 2.0, "se": None, "n": 1}
+
+
+def test_the_block_replaces_only_its_markers():
+    text = "# Page\n\nbefore\n\n" + mp.BEGIN + "\nold\n" + mp.END + "\n\nafter\n"
+    assert mp.replace_block(text, mp.BEGIN + "\nnew\n" + mp.END) == \
+        "# Page\n\nbefore\n\n" + mp.BEGIN + "\nnew\n" + mp.END + "\n\nafter\n"
+
+
+# ----------------------------------------------------------------------------- with torch: the quick run
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from exactmem.experiments.base import RunConfig, run_experiment
+
+    out = tmp_path_factory.mktemp("morris")
+    rec = run_experiment("morris-capacity", RunConfig(quick=True, out=str(out)))
+    return out, json.loads((out / "morris-capacity.json").read_text())
+
+
+def test_quick_run_invariants(quick):
+    out, js = quick
+    rows, P = js["rows"], mc.QUICK
+    assert len(rows) == sum(len(P["N"][m[0]]) for m in P["models"]) * P["seeds"] * 2
+    for r in rows:
+        assert r["check"] == "CERTIFIED", r
+        path = out / "certs" / r["certificate"]
+        assert mc.sha256(str(path)) == r["certificate_sha256"]
+        assert r["dataset_bits"] == r["N"] * mc.SEQ_LEN * int(math.log2(mc.VOCAB))
+        mem = Fraction(r["memorized_bits_exact"])
+        assert mem == r["dataset_bits"] - Fraction(r["codelength_bits"])
+        # certified is a lower bound: at least the coder's 2 bits below the float estimate, within a hair of it
+        assert r["certified_memorized_bits"] <= r["float_memorized_bits"] - 2 + 1e-3
+        assert r["certified_memorized_bits"] >= r["float_memorized_bits"] - 2 - 1e-3
+        assert r["certified_over_float"] >= 0.99
+        doc = json.loads(path.read_text())
+        claim = next(c for c in doc["claims"] if c["quantity"] == "codelength_bits")
+        assert Fraction(claim["bound"]) == Fraction(r["codelength_bits"])
+        if r["weights"] == "bfloat16":  # every weight of the certified graph is a bfloat16 value
+            import numpy as np
+
+            w = doc["model"]["graph"]["constants"]["inner.lm_head.weight"]["values"]
+            a = np.array([float(Fraction(v)) for v in w], dtype=np.float32)
+            assert np.array_equal(a.view(np.uint32) & 0xFFFF, np.zeros_like(a.view(np.uint32)))
+    S = js["summary"]
+    for c in S["capacities"]:
+        mine = [r for r in rows if (r["model"], r["weights"], r["seed"]) == (c["model"], c["weights"], c["seed"])]
+        assert c["certified"] == max(r["certified_memorized_bits"] for r in mine)
+    assert set(S["fit"]) == {"float32", "bfloat16"} and S["checks"] == ["CERTIFIED"]
+    assert {Path(f).name for f in js["figures"]} == {"morris-capacity-fig1.png", "morris-capacity-fig6.png"}
+    assert mp.BEGIN in mp.page_block(js) and "| bfloat16 |" in mp.page_tables(js)
+
+
+def _rehash(doc):
+    from exactmem.kernel.schema import canonical_hash
+
+    doc = copy.deepcopy(doc)
+    doc["hash"] = canonical_hash(doc)
+    return doc
+
+
+def test_the_kernel_certifies_the_claim_and_refutes_it_raised_by_one_bit(quick):
+    from exactmem.kernel.checker import check_certificate
+
+    out, js = quick
+    r = max((r for r in js["rows"] if r["weights"] == "float32"), key=lambda r: r["certified_memorized_bits"])
+    doc = json.loads((out / "certs" / r["certificate"]).read_text())
+    v = check_certificate(doc)
+    assert v.status == "CERTIFIED", v.message
+    assert v.measured["codelength_bits"] == Fraction(r["codelength_bits"])
+
+    raised = copy.deepcopy(doc)  # memorized bits claimed one bit higher = code length bound one bit lower
+    c = next(c for c in raised["claims"] if c["quantity"] == "codelength_bits")
+    b = Fraction(c["bound"]) - 1
+    c["bound"] = f"{b.numerator}/{b.denominator}"
+    v = check_certificate(_rehash(raised))
+    assert v.status == "REFUTED" and v.witness["claim"]["quantity"] == "codelength_bits", v.message
+
+    # a planted fault: the output weights of one token negated (its logit changes sign for every input); the
+    # claimed code lengths of the examples whose positions predicted that token well no longer hold
+    nudged = copy.deepcopy(doc)
+    y = doc["dataset"]["labels"][0][-1]
+    consts = nudged["model"]["graph"]["constants"]
+    name = next(k for k, t in consts.items() if len(t.get("shape", [])) == 2 and t["shape"][1] == mc.VOCAB + 1
+                and "values" in t and not k.startswith("codelength/"))
+    t = consts[name]
+    for i in range(t["shape"][0]):
+        q = -Fraction(t["values"][i * t["shape"][1] + y])
+        t["values"][i * t["shape"][1] + y] = str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
+    v = check_certificate(_rehash(nudged))
+    assert v.status == "REFUTED", v.message  # the claimed code length (or the claimed verdict) of an example
