@@ -300,7 +300,8 @@ def section(doc: Dict[str, Any]) -> str:
         "sequence length when every position is labelled; C = the bound of its `label_classes <=` claim, else "
         "the kernel's count of distinct labels), its parameters and max bits the kernel's measurements. "
         "Regenerate with `python benchmarks/capacity_plane.py` (certificates in `docs/capacity/certs/`, "
-        "each re-checked).",
+        "each re-checked). [Tutorial 5](tutorials/05-how-many-bits-does-a-network-memorize.md) measures a network "
+        "of your own and puts it on this plane.",
         "",
         "### How far each family sits from the limit",
         "",
@@ -345,14 +346,24 @@ def current_section(text: str) -> Optional[str]:
 MARKERS = "osD^vP<>hX"
 
 
-def figure(doc: Dict[str, Any], path: str, extra: Sequence[Dict[str, Any]] = (), title: Optional[str] = None) -> str:
-    """Draw the plane to ``path`` (PNG, matplotlib): the counting limit, Thm 4.3's ceilings, the
-    construction points (hollow as built, filled at b*), the trained networks (stars) and ``extra``
-    points (dicts with x, y, label), e.g. the network of the tutorial. Returns ``path``."""
-    import matplotlib
+def figure(doc: Dict[str, Any], path: Optional[str] = None, extra: Sequence[Dict[str, Any]] = (),
+           title: Optional[str] = None):
+    """Draw the plane (matplotlib): the counting limit, Thm 4.3's ceilings, the construction points
+    (hollow as built, filled at b*), the trained networks (stars) and ``extra`` points (dicts with x,
+    y, label), e.g. the network of a tutorial. With ``path``: written there as PNG (no pyplot, so
+    any backend is left alone) and ``path`` returned; without: a pyplot figure, which a notebook
+    shows."""
+    from matplotlib import rcParams
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    if path is None:
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(8.5, 6.2))
+    else:
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(8.5, 6.2))
+        ax = fig.add_subplot()
 
     pts = built_points(doc) + bstar_points(doc)
     tps = trained_points(doc)
@@ -362,7 +373,6 @@ def figure(doc: Dict[str, Any], path: str, extra: Sequence[Dict[str, Any]] = (),
     x0, x1 = min(xs) / 1.6, max(xs + [64]) * 1.6
     y0 = min(ys) / 3
     y1 = max(ys + [c for _, c in ceilings] + [x1]) * 2
-    fig, ax = plt.subplots(figsize=(8.5, 6.2))
     ax.set_xscale("log")
     ax.set_yscale("log")
     lim = max(x1, y1)
@@ -374,7 +384,7 @@ def figure(doc: Dict[str, Any], path: str, extra: Sequence[Dict[str, Any]] = (),
         ax.plot([c, lim], [c, c], ls=":", color="0.45", lw=1.1, label="Thm 4.3 ceilings y ≤ P/W_min(P)" if i == 0
                 else None)
         ax.annotate(f"Thm 4.3, P = {sig(P, 2)}", (x1 / 1.05, c), ha="right", va="bottom", fontsize=7, color="0.35")
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colors = rcParams["axes.prop_cycle"].by_key()["color"]
     for i, fam in enumerate(_family_order(doc)):
         c, m = colors[i % len(colors)], MARKERS[i % len(MARKERS)]
         b = [p for p in pts if p["family"] == fam and p["kind"] == "built"]
@@ -402,6 +412,7 @@ def figure(doc: Dict[str, Any], path: str, extra: Sequence[Dict[str, Any]] = (),
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", framealpha=0.9)
     fig.tight_layout()
+    if path is None:
+        return fig
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
