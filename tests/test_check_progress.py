@@ -96,7 +96,7 @@ def test_auto_engine_rule():
                                 "dataset": many})[0] == "fast"
     assert command.auto_engine({"model": {"layers": [{"type": "attention", "kind": "softmax"}]}, "dataset": many}) \
         == ("pure", "softmax attention is evaluated by the kernel")
-    assert command.auto_engine({"model": {"graph": {}}, "dataset": many})[0] == "pure"  # graph models: the kernel
+    assert command.auto_engine({"model": {"graph": {}}, "dataset": many})[0] == "pure"  # graph models: fast is opt-in
     chunked = {"chunks": [{"examples": 600}, {"examples": 600}]}
     assert command.auto_engine({"model": {"layers": [layer]}, "dataset": chunked})[0] == "fast"
     assert command.auto_engine({"model": {"layers": [layer]}, "dataset": {"inputs": [[0]] * 999}})[0] == "pure"

@@ -110,12 +110,20 @@ def test_accelerators_use_only_the_kernels_public_names():
         rel = [(level, mod, names) for level, mod, names in _imports(CERT_DIR / f) if level]
         assert any(level == 2 and mod.startswith("kernel.") for level, mod, _ in rel), f"{f} imports nothing from the kernel?"
         for level, mod, names in rel:
-            if level == 2 and mod.split(".")[0] == "native":
+            if level == 2 and mod.split(".")[0] in ("native", "fastgraph"):
                 continue
             assert level == 2 and mod.split(".")[0] == "kernel" and mod.split(".", 1)[-1] in kernel, \
                 f"{f} imports {'.' * level}{mod}, which is not the kernel"
             private = [n for n in names if n.startswith("_")]
             assert not private, f"{f} imports private kernel names {private}"
+    for path in sorted((ROOT / "exactmem" / "fastgraph").glob("*.py")):  # the graph models' accelerator
+        for level, mod, names in _imports(path):
+            if not level:
+                assert mod.split(".")[0] in sys.stdlib_module_names | {"numpy"}, f"{path.name} imports {mod}"
+                continue
+            assert level == 1 or (level == 2 and mod.split(".")[0] == "kernel" and mod.split(".", 1)[-1] in kernel), \
+                f"fastgraph/{path.name} imports {'.' * level}{mod}"
+            assert not [n for n in names if n.startswith("_")], f"fastgraph/{path.name} imports private kernel names"
     native = ROOT / "exactmem" / "native"
     for path in native.glob("*.py") if native.is_dir() else ():
         for level, mod, _ in _imports(path):

@@ -310,6 +310,32 @@ def test_gather_elements_of_expanded_token_ids(tmp_path):
     check_case(tmp_path, build, hand, params, [rng.integers(0, V, n) for _ in range(3)], tokens=True)
 
 
+def test_int_buffer_at_computed_positions_and_shifted_ids(tmp_path):
+    """RoBERTa's token-type buffer read by GatherElements at indices computed from the ids (an int
+    constant: a Gather along the axis, then the matching entries) and BART's shift_tokens_right
+    (Concat of a start token with the ids' Slice): both stay token ids that index embeddings."""
+    V, C, n = 6, 3, 4
+    rng = np.random.default_rng(11)
+    params = {"E": rng_vals(rng, (2, C)), "F": rng_vals(rng, (V, C))}
+    tt = [[0, 1, 1, 0, 1, 0]]
+
+    def build(p):
+        nodes = [oh.make_node("GatherElements", ["TT", "ids"], ["t"], axis=1),
+                 oh.make_node("Gather", ["E", "t"], ["e1"]),
+                 oh.make_node("Slice", ["ids", "s0", "s1", "ax"], ["head"]),
+                 oh.make_node("Concat", ["start", "head"], ["shifted"], axis=1),
+                 oh.make_node("Gather", ["F", "shifted"], ["e2"]),
+                 oh.make_node("Add", ["e1", "e2"], ["y"])]
+        return model(nodes, ("ids", [1, n], TP.INT64), [1, n, C], p,
+                     {"TT": tt, "s0": [0], "s1": [n - 1], "ax": [1], "start": [[2]]})
+
+    def hand(p, x):
+        e, f = Qa(p["E"]), Qa(p["F"])
+        return [e[tt[0][int(x[-1])], c] + f[int(x[-2]), c] for c in range(C)]
+
+    check_case(tmp_path, build, hand, params, [rng.integers(0, V, n) for _ in range(3)], tokens=True)
+
+
 def test_gather_elements_constant_indices(tmp_path):
     rng = np.random.default_rng(8)
     idx = [[2, 0, 1, 3, 2]]  # axis 1 of x [1, 4]

@@ -632,6 +632,10 @@ def check_certificate_fast(doc: dict, max_precision: Optional[int] = None, *, li
     facts = new_facts(cert)
     if cert.chunks is None:
         v = check_examples_fast(cert, 0, len(cert.inputs), cap, budget, progress=progress, facts=facts)
+    elif cert.graph is not None:
+        from ..fastgraph.check import check_graph_examples
+        v = check_chunks(cert, read_chunk, cap, budget, facts=facts, check_part=lambda part, c, b, f: check_graph_examples(
+            part, 0, len(part.inputs), c, b, progress, f))
     elif not fast_supported(cert):
         v = check_chunks(cert, read_chunk, cap, budget, facts=facts)
     else:
@@ -708,6 +712,9 @@ def check_examples_fast(cert: ParsedCertificate, lo: int, hi: int, cap: int, bud
     Models or examples this path does not evaluate go to the kernel. ``progress(layers done,
     layers)`` is called after each layer (display only)."""
     n, measured = hi - lo, cert.measured
+    if cert.graph is not None:  # graph models: the float64 interval engine (exactmem/fastgraph)
+        from ..fastgraph.check import check_graph_examples
+        return check_graph_examples(cert, lo, hi, cap, budget, progress, facts)
     if not fast_supported(cert):
         return check_examples(cert, range(lo, hi), cap, budget, facts)
     if n:

@@ -62,9 +62,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="progress lines on stderr even when it is not a terminal (on a terminal: a bar by default)")
     ap.add_argument("--engine", choices=("pure", "fast", "auto"), default="pure",
                     help="pure (default): the kernel, one example at a time, int/Fraction only; fast: the optional "
-                         "batched exact NumPy path (exactmem/certificate/fastcheck.py), same verdicts; auto: fast when "
-                         "it applies (token-wise layers and hardmax/uniform attention, at least 1,000 examples, "
-                         "NumPy installed), else pure; a line on stderr says which ran")
+                         "batched exact NumPy path (exactmem/certificate/fastcheck.py; graph models: float64 "
+                         "enclosures with proven rounding, exactmem/fastgraph/, the kernel deciding), same verdicts; "
+                         "auto: fast when it applies (token-wise layers and hardmax/uniform attention with at least "
+                         "1,000 examples; NumPy installed), else pure; a line on stderr says which ran")
     ap.add_argument("--max-precision", default=None, metavar="BITS",
                     help=f"most interval bits granted after a softmax layer (default {d.max_precision or 4096}; "
                          "the certificate's check.max_precision may lower it)")
@@ -112,8 +113,11 @@ def auto_engine(doc) -> tuple:
     else ``pure``. The choice never changes a verdict: both engines give the kernel's."""
     model = doc.get("model") if isinstance(doc, dict) else None
     layers = model.get("layers") if isinstance(model, dict) else None
+    if isinstance(model, dict) and isinstance(model.get("graph"), dict):  # opt-in until it is shown faster
+        return "pure", ("a graph model: the float64 engine (--engine fast) leaves LayerNorm-deep networks undecided "
+                        "(docs/certificate.md), so auto keeps the kernel")
     if not isinstance(layers, list):
-        return "pure", "not a layer model (the fast engine hands graph models to the kernel)"
+        return "pure", "not a layer model"
     kinds = sorted({str(l.get("kind")) for l in layers if isinstance(l, dict) and l.get("type") == "attention"}
                    - {"hardmax", "uniform"})
     if kinds:
@@ -181,7 +185,8 @@ def _single(args, limits: Limits):
         if engine == "fast":
             from ..certificate.fastcheck import check_certificate_fast as check
             if prog.mode != "quiet":
-                kw["progress"] = lambda k, n: prog.within(k, n, "layer")
+                unit = "example" if isinstance((doc.get("model") or {}).get("graph"), dict) else "layer"
+                kw["progress"] = lambda k, n: prog.within(k, n, unit)
         else:
             check = check_certificate
         verdict = check(doc, budget=budget, read_chunk=chunk_reader(os.path.dirname(os.path.abspath(args.cert)),

@@ -205,8 +205,15 @@ def lower_gather_elements(cx, node, ins, at):
         coords = np.indices(ish, dtype=np.int64)
         coords[axis] = _norm_index(idx.value, ds[axis], "GatherElements")
         return [_take(cx, data, np.ravel_multi_index(tuple(coords), ds) if coords.size else np.zeros(ish, np.int64))]
-    if data.kind == "int":
-        raise LowerError("GatherElements of integers with computed indices (one-hot products are arithmetic)")
+    if data.kind == "int":  # an exact index move: a Gather along the axis, then the entries whose other
+        # coordinates agree with the output's (RoBERTa's token-type buffer read at computed position ids)
+        g, gs = _op(cx, "Gather", [data, idx], axis=axis), ds[:axis] + ish + ds[axis + 1:]
+        if _size(gs) > 1 << 22:
+            raise LowerError(f"GatherElements of integers with computed indices: the gathered tensor {list(gs)} "
+                             "is too large")
+        c = list(np.indices(ish, dtype=np.int64))
+        return [_take(cx, g, np.ravel_multi_index(tuple(c[:axis] + c + c[axis + 1:]), gs) if ish else
+                      np.zeros(ish, np.int64))]
     _no_special([data], "GatherElements with computed indices")
     for a in range(r):  # the data positions the output reads off the axis
         if a != axis and ish[a] < ds[a]:

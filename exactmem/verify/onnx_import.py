@@ -383,9 +383,11 @@ def _vocab(nodes, constants, input_name):
     ids = {input_name}
     vocab = []
     for nd in nodes:
-        if nd["op"] in ("Reshape", "Unsqueeze", "Squeeze", "Identity", "Transpose", "Slice", "Concat", "Split") and \
-                nd["inputs"] and nd["inputs"][0] in ids or nd["op"] == "Where" and set(nd["inputs"][1:]) & ids:
-            ids.update(nd["outputs"])  # still token ids (Where: masked_fill of ids, e.g. -100 -> pad)
+        if nd["op"] in ("Reshape", "Unsqueeze", "Squeeze", "Identity", "Transpose", "Slice", "Split") and \
+                nd["inputs"] and nd["inputs"][0] in ids or nd["op"] in ("Where", "Concat") and set(nd["inputs"]) & ids \
+                or nd["op"] == "Gather" and nd["inputs"][0] in ids and nd["inputs"][1] not in ids:
+            ids.update(nd["outputs"])  # still token ids (Where: masked_fill of ids, e.g. -100 -> pad; Concat with a
+            # start token and a Gather at constant positions: BART's shift_tokens_right)
         elif nd["op"] == "Gather" and len(nd["inputs"]) == 2 and nd["inputs"][1] in ids:
             data = constants.get(nd["inputs"][0])
             if data is None:

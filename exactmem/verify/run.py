@@ -64,8 +64,10 @@ class VerifyResult:
 
 
 def export_torch(module, example: np.ndarray, quiet: bool = True, forward=None, output=None):
-    """A ``torch.nn.Module`` as an ONNX ModelProto (``torch.onnx.export(..., dynamo=True)``) for
-    inputs shaped like ``example`` ([1, n] ids or [1, n, d] floats).
+    """A ``torch.nn.Module`` as an ONNX ModelProto (``torch.onnx.export(..., dynamo=True)``, or the
+    TorchScript exporter when ``torch.export`` cannot trace the module, e.g. PyTorch's data-dependent
+    check of an ``nn.TransformerEncoder`` mask) for inputs shaped like ``example`` ([1, n] ids,
+    [1, n, d] floats, or any float tensor).
 
     ``forward(module, x)`` calls the module when ``module(x)`` is not the call to certify (extra
     arguments held constant: ``lambda m, x: m(x, mask)``); ``output`` picks the scores from what
@@ -92,16 +94,26 @@ def export_torch(module, example: np.ndarray, quiet: bool = True, forward=None, 
         x = x.float()
     sink = io.StringIO() if quiet else sys.stderr
     try:
-        with torch.no_grad(), contextlib.redirect_stdout(sink), no_fastpath(torch):
+        with torch.no_grad(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), no_fastpath(torch):
             pick_output(module(x) if forward is None else forward(module, x), output)  # a wrong name: said first
-            prog = torch.onnx.export(_Logits(module).eval(), (x,), dynamo=True, verbose=False)
+            try:
+                return torch.onnx.export(_Logits(module).eval(), (x,), dynamo=True, verbose=False).model_proto
+            except Exception as e:  # torch.export cannot trace it (e.g. a data-dependent mask check): TorchScript
+                first = e
+            buf = io.BytesIO()
+            torch.onnx.export(_Logits(module).eval(), (x,), buf, dynamo=False, input_names=["x"],
+                              output_names=["scores"])
+            import onnx
+
+            return onnx.load_from_string(buf.getvalue())
     except VerifyInputError:
         raise
     except Exception as e:
-        raise VerifyInputError(f"torch.onnx.export failed: {export_cause(e)}") from None
+        raise VerifyInputError(f"torch.onnx.export failed: {export_cause(first)} (the TorchScript exporter: "
+                               f"{export_cause(e)})" if "first" in locals() else
+                               f"torch.onnx.export failed: {export_cause(e)}") from None
     finally:
         module.train(was_training)
-    return prog.model_proto
 
 
 @contextlib.contextmanager
