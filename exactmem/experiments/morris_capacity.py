@@ -110,7 +110,7 @@ def certify_bits(module, inputs, labels, dataset_bits: int, cert_dir: str, name:
     """The certified code length and memorized bits of the torch ``module`` on (inputs, labels),
     position all, with the labels' entropy ``dataset_bits`` (the model scores V + 1 classes, the
     data use V), its certificate written to ``cert_dir/name.verify.json`` and checked by ``check``."""
-    from ..verify.codelength import memorized_bits
+    from ..verify.run import memorized_bits
     from .certify_trained import _quiet_exporter
 
     _quiet_exporter()
