@@ -147,7 +147,16 @@ def page_tables(js: Dict[str, Any]) -> str:
                                                              max(flat) if flat else float("nan")), "",
             f"![memorized bits vs N]({os.path.relpath(FIG1, 'docs')}) ![capacity vs parameters]"
             f"({os.path.relpath(FIG6, 'docs')})"]
+    cited = js.get("certificates") or []
+    if cited:  # the capacity-defining networks' certificates, committed: check them from a fresh clone
+        out += ["", f"**Certificates.** The {len(cited)} networks that define the capacities above (each model, weight "
+                    f"format and seed at its best N) are committed in `{CERT_DIR}/`; `python -m exactmem check "
+                    f"{CERT_DIR}/NAME` re-derives each (`tests/test_morris.py` checks their SHA-256 against the JSON "
+                    "and, marked slow, re-checks them all): " + ", ".join(f"`{c['file']}`" for c in cited) + "."]
     return "\n".join(out) + "\n"
+
+
+CERT_DIR = "docs/capacity/certs/morris"  # the cited certificates (the capacity rows), relative to the repository
 
 
 def page_block(js: Dict[str, Any]) -> str:
