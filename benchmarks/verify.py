@@ -1,14 +1,25 @@
-"""Benchmark: ``exactmem verify`` on a transformers GPT-2 (2 layers, width 64, 4 heads, context 16,
-vocabulary 256) trained briefly on N random next-token sequences; prints verify time against
-onnxruntime's float forward (ratio) and the kernel's pure check of 50 examples.
+"""Benchmark: ``exactmem verify`` and ``check`` on a transformers GPT-2 trained briefly on N random
+next-token sequences, against onnxruntime's float forward on the same examples.
 
-    python benchmarks/verify.py [--N 1000] [--n 16] [--steps 300] [--workers 2]
+``--size small`` (default): 2 layers, width 64, 4 heads, context 16, vocabulary 256, last position;
+prints verify / float and the kernel's pure check of 50 examples (the table of docs/verify.md § Speed).
+
+``--size 1m`` (issue 39): 4 layers, width 128, 4 heads, context 64, vocabulary 512 (~0.9 M parameters),
+``--position all`` (64 predictions per sequence); prints in one run: verify / float, ``check --engine
+fast`` / float (the fast engine's own share: examples it decided and its seconds; the rest goes to the
+kernel's ladder), the pure kernel's seconds per example on ``--check`` examples, and peak memory
+(``resource.getrusage``: this process, which runs verify, and the check subprocesses).
+
+    python benchmarks/verify.py [--size small|1m] [--N 1000] [--steps S] [--workers 2] [--check K]
+        [--time-limit SECONDS]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -17,43 +28,119 @@ import warnings
 
 import numpy as np
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)  # this checkout's exactmem, not an installed one
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--N", type=int, default=1000)
-    ap.add_argument("--n", type=int, default=16)
-    ap.add_argument("--embd", type=int, default=64)
-    ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--check", type=int, default=50, help="examples for the kernel's pure check (0: skip)")
-    a = ap.parse_args()
-    warnings.filterwarnings("ignore")
-    import onnx
-    import onnxruntime as ort
+SIZES = {  # vocab, context, width, layers, heads, position, default training steps
+    "small": dict(vocab=256, n=16, embd=64, layers=2, heads=4, position="last", steps=300),
+    "1m": dict(vocab=512, n=64, embd=128, layers=4, heads=4, position="all", steps=60),
+}
+
+
+def train(a, s):
+    """A GPT2LMHeadModel of size ``s`` trained ``a.steps`` Adam steps on N random sequences: (model, X, y)."""
     import torch
     import transformers as tr
 
-    import exactmem as em
-    from exactmem.verify.run import export_torch
-
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    X = rng.integers(0, 256, (a.N, a.n))
-    y = rng.integers(0, 256, a.N)
-    cfg = tr.GPT2Config(vocab_size=256, n_positions=16, n_embd=a.embd, n_layer=2, n_head=4, bos_token_id=0,
-                        eos_token_id=0, use_cache=False, attn_implementation="eager")
+    V, n = s["vocab"], s["n"]
+    if s["position"] == "all":  # next-token labels at every position
+        seq = rng.integers(0, V, (a.N, n + 1))
+        X, y = seq[:, :-1], seq[:, 1:]
+    else:
+        X, y = rng.integers(0, V, (a.N, n)), rng.integers(0, V, a.N)
+    cfg = tr.GPT2Config(vocab_size=V, n_positions=n, n_embd=a.embd or s["embd"], n_layer=s["layers"],
+                        n_head=s["heads"], bos_token_id=0, eos_token_id=0, use_cache=False,
+                        attn_implementation="eager")
     m = tr.GPT2LMHeadModel(cfg)
     opt = torch.optim.Adam(m.parameters(), lr=3e-3)
     xt, yt = torch.tensor(X), torch.tensor(y)
     t = time.perf_counter()
-    for step in range(a.steps):
-        idx = torch.randint(0, a.N, (min(256, a.N),))
+    loss = None
+    for _ in range(a.steps):
+        idx = torch.randint(0, a.N, (min(a.batch, a.N),))
         opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(m(xt[idx]).logits[:, -1, :], yt[idx])
+        lg = m(xt[idx]).logits
+        loss = (torch.nn.functional.cross_entropy(lg.reshape(-1, V), yt[idx].reshape(-1)) if s["position"] == "all"
+                else torch.nn.functional.cross_entropy(lg[:, -1, :], yt[idx]))
         loss.backward()
         opt.step()
     m.eval()
-    print(f"trained {a.steps} steps in {time.perf_counter() - t:.1f} s (last loss {loss.item():.3f})")
+    last = f"{loss.item():.3f}" if loss is not None else "-"
+    print(f"trained {a.steps} steps in {time.perf_counter() - t:.1f} s (last loss {last})", flush=True)
+    return m, X, y
+
+
+def subset(doc, k, path):
+    """The first k examples of a version-1 verify certificate, its claims recounted and re-hashed."""
+    from exactmem.kernel.schema import canonical_hash
+
+    sub = dict(doc)
+    sub["dataset"] = {"inputs": doc["dataset"]["inputs"][:k], "labels": doc["dataset"]["labels"][:k]}
+    sub["outputs"] = doc["outputs"][:k]
+    seen = {}
+    for x, v in zip(sub["dataset"]["inputs"], sub["outputs"]):
+        seen.setdefault(json.dumps(x), v)
+    counts = {"n_pass": sum(v == "pass" for v in seen.values()), "n_fail": sum(v == "fail" for v in seen.values()),
+              "n_rows": k, "n_examples": len(seen)}
+    sub["claims"] = [dict(c, bound=str(counts[c["quantity"]])) for c in doc["claims"] if c["quantity"] in counts]
+    sub["hash"] = canonical_hash(sub)
+    json.dump(sub, open(path, "w"))
+    return path
+
+
+def run_check(path, engine, time_limit):
+    """``python -m exactmem check`` in a subprocess: (seconds, exit code, first line, stderr tail)."""
+    t = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "exactmem", "check", path, "--engine", engine, "--time-limit",
+                        str(time_limit)], capture_output=True, text=True, cwd=ROOT)
+    first = (r.stdout.strip().splitlines() or [r.stderr.strip()] or [""])[0]
+    return time.perf_counter() - t, r.returncode, first, r.stderr.strip()[-300:]
+
+
+def engine_share(path):
+    """The fast engine alone on every example of the certificate (no kernel ladder): (examples decided,
+    examples, seconds of the batched evaluation, seconds to parse)."""
+    from exactmem.fastgraph.check import BLOCK, fast_block, plan_for
+    from exactmem.kernel.checker import parse_certificate
+    from exactmem.kernel.limits import Budget
+
+    t = time.perf_counter()
+    cert = parse_certificate(json.load(open(path)))
+    t_parse = time.perf_counter() - t
+    stats, decided, budget = {}, 0, Budget()
+    t = time.perf_counter()
+    plan = plan_for(cert)
+    N = len(cert.inputs)
+    for b0 in range(0, N, BLOCK):
+        decided += len(fast_block(cert, plan, range(b0, min(N, b0 + BLOCK)), budget, stats))
+    return decided, N, time.perf_counter() - t, t_parse
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", choices=sorted(SIZES), default="small")
+    ap.add_argument("--N", type=int, default=1000)
+    ap.add_argument("--embd", type=int, default=None)
+    ap.add_argument("--steps", type=int, default=None)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--check", type=int, default=None, help="examples for the kernel's pure check (0: skip; "
+                    "default 50 for small, 2 for 1m)")
+    ap.add_argument("--time-limit", type=float, default=3600, help="seconds granted to each check")
+    a = ap.parse_args()
+    s = SIZES[a.size]
+    a.steps = s["steps"] if a.steps is None else a.steps
+    a.check = (50 if a.size == "small" else 2) if a.check is None else a.check
+    warnings.filterwarnings("ignore")
+    import onnx
+    import onnxruntime as ort
+
+    import exactmem as em
+    from exactmem.verify.run import export_torch
+
+    m, X, y = train(a, s)
     out = tempfile.mkdtemp(prefix="verify-bench-")
     path = os.path.join(out, "gpt2.onnx")
     onnx.save(export_torch(m, X[:1]), path)
@@ -66,40 +153,34 @@ def main():
     t_float = time.perf_counter() - t
 
     t = time.perf_counter()
-    res = em.verify(path, X, y, out=out, workers=a.workers, quiet=False, name="gpt2")
+    res = em.verify(path, X, y, position=s["position"], out=out, workers=a.workers, quiet=False, name="gpt2")
     t_verify = time.perf_counter() - t
     params = sum(p.numel() for p in m.parameters())
+    rss_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"client: transformers GPT2LMHeadModel, {params} parameters ({res.n_params} stored rationals in the graph)")
     print(res.summary())
-    print(f"verify {t_verify:.1f} s ({a.workers} workers; evaluate {res.seconds['evaluate']:.1f} s), "
-          f"onnxruntime float forward {t_float:.2f} s, ratio {t_verify / t_float:.0f}x")
-    print(f"precision used: {dict(zip(*np.unique(res.bits, return_counts=True)))}")
+    preds = a.N * (s["n"] if s["position"] == "all" else 1)
+    print(f"float: onnxruntime forward of {a.N} sequences ({preds} predictions) {t_float:.2f} s")
+    print(f"verify: {t_verify:.1f} s ({a.workers} workers; evaluate {res.seconds['evaluate']:.1f} s), "
+          f"ratio {t_verify / t_float:.0f}x; precision used: {dict(zip(*np.unique(res.bits, return_counts=True)))}")
+    doc = json.load(open(res.certificate))
+    rows = []
+    if a.size == "1m":
+        dec, N, t_eng, t_parse = engine_share(res.certificate)
+        print(f"fast engine alone: {dec} of {N} examples decided by its enclosures in {t_eng:.1f} s "
+              f"(+ {t_parse:.1f} s to parse the certificate)", flush=True)
+        t_fast, code, first, err = run_check(res.certificate, "fast", a.time_limit)
+        print(f"check --engine fast: exit {code} in {t_fast:.1f} s, ratio {t_fast / t_float:.0f}x: {first[:300]}")
+        rows.append(("fast check", t_fast))
     if a.check:
-        import json
-
-        doc = json.load(open(res.certificate))
-        sub = dict(doc)
         k = min(a.check, a.N)
-        sub["dataset"] = {"inputs": doc["dataset"]["inputs"][:k], "labels": doc["dataset"]["labels"][:k]}
-        sub["outputs"] = doc["outputs"][:k]
-        counts = {"n_pass": 0, "n_fail": 0}
-        seen = {}
-        for x, lab, v in zip(sub["dataset"]["inputs"], sub["dataset"]["labels"], sub["outputs"]):
-            seen.setdefault(json.dumps(x), v)
-        counts = {"n_pass": sum(v == "pass" for v in seen.values()), "n_fail": sum(v == "fail" for v in seen.values())}
-        sub["claims"] = [c for c in doc["claims"] if c["quantity"] in counts]
-        for c in sub["claims"]:
-            c["bound"] = str(counts[c["quantity"]])
-        from exactmem.kernel.schema import canonical_hash
-
-        sub["hash"] = canonical_hash(sub)
-        p50 = os.path.join(out, "gpt2-first50.verify.json")
-        json.dump(sub, open(p50, "w"))
-        t = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "exactmem", "check", p50], capture_output=True, text=True)
-        t_check = time.perf_counter() - t
-        print(f"kernel check of {k} examples: exit {r.returncode} in {t_check:.1f} s: "
-              f"{(r.stdout.strip().splitlines() or [r.stderr.strip()])[0][:200]}")
+        p = subset(doc, k, os.path.join(out, f"gpt2-first{k}.verify.json"))
+        t_check, code, first, _ = run_check(p, "pure", a.time_limit)
+        print(f"pure kernel check of {k} examples: exit {code} in {t_check:.1f} s ({t_check / k:.1f} s per example): "
+              f"{first[:200]}")
+    rss_child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"peak memory: {rss_self:.0f} MB (this process: training, verify), {rss_child:.0f} MB (largest check "
+          "subprocess)")
     print(f"certificate: {res.certificate}")
 
 

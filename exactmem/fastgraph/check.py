@@ -21,6 +21,7 @@ from ..kernel.limits import LimitExceeded
 from .engine import Plan, Unsupported, evaluate, integer_bounds
 
 BLOCK = 256  # examples evaluated before they are judged in order
+PRECISE = True  # examples float64 leaves undecided get double-float midpoints before the kernel's ladder
 BATCH_ELEMENTS = 1 << 21  # elements of the widest tensor of one batch (memory: a few such tensors live)
 
 
@@ -60,30 +61,45 @@ def fast_block(cert: ParsedCertificate, plan: Plan, block, budget: Budget, stats
         size = batch_size(cert, n)
         for k in range(0, len(es), size):
             part = es[k:k + size]
-            t = time.perf_counter()
-            try:
-                lo, hi, bad = evaluate(plan, [cert.inputs[e] for e in part], cert.tokens, cert.position, budget)
-            except LimitExceeded as x:
-                if x.limit == "time_limit":
-                    raise
-                stats["fallback_batches"] = stats.get("fallback_batches", 0) + 1
-                continue
-            except (MemoryError, RecursionError, Exception):  # noqa: B014 (the kernel evaluates these)
-                stats["fallback_batches"] = stats.get("fallback_batches", 0) + 1
-                continue
-            stats["seconds"] = stats.get("seconds", 0.0) + time.perf_counter() - t
-            for j, e in enumerate(part):
-                budget.tick()
-                if bad[j]:
-                    continue
-                L, H, s = integer_bounds(lo[j], hi[j])
-                try:
-                    status, wit = judge_verdict(cert, e, [(a, b, None) for a, b in zip(L, H)], s)
-                except MalformedCertificate:
-                    continue  # the kernel raises it itself, in order
-                if status != "undecided":
-                    res[e] = (status, wit)
+            left = _judge_part(cert, plan, part, budget, stats, res, False)
+            if left and PRECISE:  # what float64 midpoints leave undecided: double-float midpoints (`dd`)
+                _judge_part(cert, plan, left, budget, stats, res, True)
     return res
+
+
+def _judge_part(cert, plan, part, budget, stats, res, precise: bool):
+    """Evaluate ``part`` (one input length) and judge it; the examples left undecided (a list)."""
+    key = "precise" if precise else "float64"
+    t = time.perf_counter()
+    try:
+        lo, hi, bad = evaluate(plan, [cert.inputs[e] for e in part], cert.tokens, cert.position, budget,
+                               precise=precise)
+    except LimitExceeded as x:
+        if x.limit == "time_limit":
+            raise
+        stats["fallback_batches"] = stats.get("fallback_batches", 0) + 1
+        return [] if precise else list(part)
+    except (MemoryError, RecursionError, Exception):  # noqa: B014 (the kernel evaluates these)
+        stats["fallback_batches"] = stats.get("fallback_batches", 0) + 1
+        return [] if precise else list(part)
+    stats["seconds"] = stats.get("seconds", 0.0) + time.perf_counter() - t
+    left = []
+    for j, e in enumerate(part):
+        budget.tick()
+        if bad[j]:
+            left.append(e)
+            continue
+        L, H, s = integer_bounds(lo[j], hi[j])
+        try:
+            status, wit = judge_verdict(cert, e, [(a, b, None) for a, b in zip(L, H)], s)
+        except MalformedCertificate:
+            continue  # the kernel raises it itself, in order
+        if status != "undecided":
+            res[e] = (status, wit)
+            stats[key] = stats.get(key, 0) + 1
+        else:
+            left.append(e)
+    return left
 
 
 def _claims_text(cert: ParsedCertificate) -> str:
@@ -101,7 +117,7 @@ def check_graph_examples(cert: ParsedCertificate, lo: int, hi: int, cap: int, bu
     except Unsupported as e:
         stats["unsupported"] = str(e)
         return check_examples(cert, range(lo, hi), cap, budget, facts)
-    m, n = cert.measured, hi - lo
+    m, n, prec0 = cert.measured, hi - lo, stats.get("precise", 0)
     used, undecided, notes, limit = None, [], [], "max_precision"
     fast = pure = 0
     for b0 in range(lo, hi, BLOCK):
@@ -148,7 +164,9 @@ def check_graph_examples(cert: ParsedCertificate, lo: int, hi: int, cap: int, bu
         if progress is not None:
             progress(block.stop - lo, n)
     stats["fast"], stats["pure"] = stats.get("fast", 0) + fast, stats.get("pure", 0) + pure
-    how = f"fast engine: {fast} by float64 enclosures, {pure} by the kernel's ladder" + \
+    prec = stats.get("precise", 0) - prec0
+    how = f"fast engine: {fast - prec} by float64 enclosures, {prec} by double-float enclosures, {pure} by the " \
+          "kernel's ladder" + \
         (f" up to {used} bits" if used is not None else "")
     if not undecided:
         return Verdict("CERTIFIED", None, f"all {n} examples pass and {_claims_text(cert)} ({how})", used, m)
