@@ -206,7 +206,8 @@ def test_gpt2_precise_mode_certifies_and_refutes_planted_faults_like_the_kernel(
 
 def test_precise_bounds_are_much_tighter_than_float64():
     """On the test GPT-2 the double-float logits are narrower than the float64 ones by a large factor."""
-    from exactmem.fastgraph.engine import Plan, evaluate
+    from exactmem.fastgraph.engine import Plan
+    from exactmem.fastgraph.evaluate import evaluate
 
     d = _gpt2_doc(True)
     cert = parse_certificate(d, Budget())

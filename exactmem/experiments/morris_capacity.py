@@ -1,5 +1,7 @@
-"""``morris-capacity`` — Morris et al. 2025 ("How much do language models memorize?"), Fig. 1, Fig. 6
-and Table 1, re-run on a CPU and **certified** (issue 36, build item 2; ``docs/capacity.md``).
+"""``morris-capacity``: Morris et al. 2025's capacity experiment, re-run on a CPU and certified.
+
+Morris et al., "How much do language models memorize?", Fig. 1, Fig. 6 and Table 1 (issue 36, build
+item 2; ``docs/capacity.md``).
 
 Morris et al. train GPT-2 models on uniformly random token sequences and measure, per model and
 dataset size N, the bits the model memorized: the data's entropy N·S·log₂V minus the model's code
@@ -75,9 +77,8 @@ def plan(quick: bool) -> Dict[str, Any]:
 
 
 def _package_root() -> str:
-    import exactmem
-
-    return os.path.dirname(os.path.dirname(os.path.abspath(exactmem.__file__)))
+    """The directory holding the ``exactmem`` package (this file is exactmem/experiments/morris_capacity.py)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def check_cli(path: str) -> Dict[str, Any]:

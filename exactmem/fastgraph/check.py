@@ -3,7 +3,7 @@
 `check_graph_examples` is `checker.check_examples` for a graph model's examples lo..hi−1: the same
 verdict classes, in the same order (the first refutation, a label conflict at its later row, UNKNOWN
 if an example stays undecided or a limit stops the check). Each example's scores come from the batched
-float64 engine (`engine.evaluate`), turned into outward integer bounds over 2^s and judged by the
+float64 engine (`evaluate.evaluate`), turned into outward integer bounds over 2^s and judged by the
 kernel's own `checker.judge_verdict`; an example those bounds do not decide (or that the engine does
 not evaluate: unsupported ops, special values, a limit, a non-finite bound, a shape the kernel
 refuses) is re-derived by the kernel itself (`checker.check_examples` on that one example: the
@@ -18,7 +18,8 @@ from typing import Dict, Optional
 from ..kernel.checker import (Budget, MalformedCertificate, ParsedCertificate, Verdict, check_examples,
                               conflict_verdict, judge_verdict)
 from ..kernel.limits import LimitExceeded
-from .engine import Plan, Unsupported, evaluate, integer_bounds
+from .engine import Plan, Unsupported, integer_bounds
+from .evaluate import evaluate
 
 BLOCK = 256  # examples evaluated before they are judged in order
 PRECISE = True  # examples float64 leaves undecided get double-float midpoints before the kernel's ladder

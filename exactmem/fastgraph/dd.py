@@ -1,5 +1,6 @@
-"""Double-float midpoints for the fast graph engine (untrusted accelerator; ``docs/certificate.md`` § The
-fast graph engine, *Double-float midpoints*).
+"""Double-float midpoints for the fast graph engine (an untrusted accelerator).
+
+``docs/certificate.md`` § The fast graph engine, *Double-float midpoints*.
 
 A `DT` holds a tensor as midpoint–radius balls with a two-float midpoint: every real value lies in
 [m1 + m2 − r, m1 + m2 + r] (m1 + m2 an exact real sum of two floats, r >= 0 rounded up). Products and

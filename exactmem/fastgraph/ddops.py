@@ -15,7 +15,7 @@ import numpy as np
 
 from . import dd
 from .dd import DT, add, from_bounds, mul, point, rational, to_bounds, up
-from .rounding import ETA, dn
+from .rounding import dn
 
 DEAD = 650.0  # softmax entries this far below the row's largest midpoint weigh < e^(−649): bounded, not evaluated
 
