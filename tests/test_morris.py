@@ -33,6 +33,37 @@ def committed():
     return json.loads(JSON.read_text(encoding="utf-8"))
 
 
+def test_the_cited_certificates_are_committed_as_recorded():
+    """The certificates the page cites (the capacity rows) are in docs/capacity/certs/morris with the
+    SHA-256 the JSON records, one per capacity (model, weights, seed) at its best N."""
+    import hashlib
+
+    js = committed()
+    cited = js.get("certificates") or []
+    caps = js["summary"]["capacities"]
+    assert len(cited) == len(caps) >= 16
+    want = {f"{c['model']}-N{c['N_certified']}-s{c['seed']}-{c['weights']}.verify.json" for c in caps}
+    assert {c["file"] for c in cited} == want
+    for c in cited:
+        path = ROOT / mp.CERT_DIR / c["file"]
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == c["sha256"], c["file"]
+
+
+@pytest.mark.slow
+def test_the_cited_certificates_check_and_give_the_pages_code_lengths():
+    """`check` of the four smallest cited certificates from this checkout (all 16 take ~20 minutes of the
+    pure kernel: `for f in docs/capacity/certs/morris/*.json; do python -m exactmem check $f; done`):
+    CERTIFIED, the measured codelength_bits the row's (so the page's certified memorized bits are the kernel's)."""
+    from exactmem.kernel.checker import check_certificate
+
+    js = committed()
+    rows = {r["certificate"]: r for r in js["rows"]}
+    for c in sorted(js["certificates"], key=lambda c: (ROOT / mp.CERT_DIR / c["file"]).stat().st_size)[:4]:
+        v = check_certificate(json.loads((ROOT / mp.CERT_DIR / c["file"]).read_text()))
+        assert v.status == "CERTIFIED", (c["file"], v.message)
+        assert v.measured["codelength_bits"] == Fraction(rows[c["file"]]["codelength_bits"]), c["file"]
+
+
 def test_the_docs_section_is_generated_from_the_json():
     js = committed()
     text = (ROOT / "docs" / "capacity.md").read_text(encoding="utf-8")
