@@ -36,6 +36,7 @@ COMMANDS = {
     "inspect --html (plots, assignment graph)": (["exactmem.inspector.html"], ["plot"], "docs/cli.md"),
     "inspect figures (tutorial 1)": (["exactmem.inspector.text"], ["plot"], "docs/tutorials/01-memorize-five-sequences.md"),
     "export to_torch": (["exactmem.export.torch_module", "exactmem.export.torch_nn"], ["torch"], "docs/library.md"),
+    "capacity plane figure (benchmarks/capacity_plane.py)": (["exactmem.capacity.plane"], ["plot"], "docs/capacity.md"),
 }
 
 # (module, import) pairs that are needs of one input kind only, not of the command: the caller
