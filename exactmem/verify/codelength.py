@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .evaluate import ArbBackend, Program, Unsure, _combine, _decide, _margin
+from .evaluate import ArbBackend, Program, _combine, _decide, _margin, ladder_rows
 from .special import Special
 
 __all__ = ["GRAIN", "CODER_BITS", "prediction_bits", "judge_and_measure", "float_codelength", "round_up"]
@@ -59,22 +59,11 @@ def judge_and_measure(prog: Program, x, label, precisions: Sequence[int], backen
     `evaluate.judge` gives it, and its code length enclosed in [low, high] (Fractions; high rounded
     up to 2^−GRAIN), climbing the precision ladder until the verdict is decided and the enclosure's
     radius is below 2^−accuracy (or the ladder ends: the enclosure is then as wide as it came out)."""
-    backends = {} if backends is None else backends
-    for prec in precisions:
-        K = backends.get(prec)
-        if K is None:
-            K = backends[prec] = ArbBackend(prec)
-        K.activate()
-        try:
-            out = prog.run(K, x)
-        except Unsure:
+    for prec, K, rows, labels in ladder_rows(prog, x, label, precisions, {} if backends is None else backends):
+        if rows is None:
             if prec == precisions[-1]:
                 return "unknown", prec, "", None
             continue
-        if prog.position == "last":
-            rows, labels = [out[0, -1, :] if out.ndim == 3 else out[0, :]], [label]
-        else:
-            rows, labels = [out[0, i, :] for i in range(out.shape[1])], list(label)
         vs = [_decide(list(r), int(y)) for r, y in zip(rows, labels)]
         v = _combine(vs)
         try:

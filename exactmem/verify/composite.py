@@ -352,15 +352,20 @@ def _grouped_matmul(cx, x, m, wk, g, b, out_shape):
     return y
 
 
-def lower_conv(cx, node, ins, at):
-    """Conv: im2col as one Gather, MatMul with the kernel per group, + bias."""
+def _conv_inputs(ins, at, op: str, transpose: bool):
+    """(x, w, bias or None, `_conv_geometry`) of a Conv or ConvTranspose, refusing integer and special inputs."""
     x, w = ins[0], ins[1]
     b = ins[2] if len(ins) > 2 else None
     for v in (x, w, b):
         if v is not None:
-            _real(v, "Conv")
-    _no_special(ins, "Conv")
-    r, ks, st, dil, pads, auto = _conv_geometry(x, w, at, False)
+            _real(v, op)
+    _no_special(ins, op)
+    return x, w, b, _conv_geometry(x, w, at, transpose)
+
+
+def lower_conv(cx, node, ins, at):
+    """Conv: im2col as one Gather, MatMul with the kernel per group, + bias."""
+    x, w, b, (r, ks, st, dil, pads, auto) = _conv_inputs(ins, at, "Conv", False)
     n, c, sp = x.shape[0], x.shape[1], list(x.shape[2:])
     g, mo, cg = int(at.get("group", 1)), w.shape[0], w.shape[1]
     if cg * g != c or mo % g:
@@ -388,13 +393,7 @@ def lower_conv(cx, node, ins, at):
 def lower_conv_transpose(cx, node, ins, at):
     """ConvTranspose: ``out[y] = Σ x[i]·w[q]`` over ``y = i·s + q·d − pad``: the same Gather + MatMul with
     the transposed index map (``i = (y + pad − q·d)/s`` where that is an integer in range)."""
-    x, w = ins[0], ins[1]
-    b = ins[2] if len(ins) > 2 else None
-    for v in (x, w, b):
-        if v is not None:
-            _real(v, "ConvTranspose")
-    _no_special(ins, "ConvTranspose")
-    r, ks, st, dil, pads, auto = _conv_geometry(x, w, at, True)
+    x, w, b, (r, ks, st, dil, pads, auto) = _conv_inputs(ins, at, "ConvTranspose", True)
     n, c, sp = x.shape[0], x.shape[1], list(x.shape[2:])
     g, mg = int(at.get("group", 1)), w.shape[1]
     if w.shape[0] != c or c % g:

@@ -259,10 +259,9 @@ def _margin(scores, label) -> str:
     return worst.str(5, radius=True) if worst is not None else ""
 
 
-def judge(prog: Program, x, label, precisions: Sequence[int] = PRECISIONS, backends: Optional[Dict] = None):
-    """The verdict of one example: ``(verdict, bits, margin)`` where ``margin`` is the label's score
-    minus the nearest other score, as an arb ball printed for humans (never used to decide)."""
-    backends = {} if backends is None else backends
+def ladder_rows(prog: Program, x, label, precisions: Sequence[int], backends: Dict):
+    """For each precision of the ladder, ``(prec, K, rows, labels)``: the read rows of the output (arb
+    balls) and their labels, or rows None where the sign of a factor of an infinity is undecided."""
     for prec in precisions:
         K = backends.get(prec)
         if K is None:
@@ -270,16 +269,23 @@ def judge(prog: Program, x, label, precisions: Sequence[int] = PRECISIONS, backe
         K.activate()
         try:
             out = prog.run(K, x)
-        except Unsure:  # the sign of a factor of an infinity is not decided at this precision
+        except Unsure:
+            yield prec, K, None, None
+            continue
+        if prog.position == "last":
+            yield prec, K, [out[0, -1, :] if out.ndim == 3 else out[0, :]], [label]
+        else:
+            yield prec, K, [out[0, i, :] for i in range(out.shape[1])], list(label)
+
+
+def judge(prog: Program, x, label, precisions: Sequence[int] = PRECISIONS, backends: Optional[Dict] = None):
+    """The verdict of one example: ``(verdict, bits, margin)`` where ``margin`` is the label's score
+    minus the nearest other score, as an arb ball printed for humans (never used to decide)."""
+    for prec, K, rows, labels in ladder_rows(prog, x, label, precisions, {} if backends is None else backends):
+        if rows is None:
             if prec == precisions[-1]:
                 return "unknown", prec, ""
             continue
-        if prog.position == "last":
-            rows = [out[0, -1, :] if out.ndim == 3 else out[0, :]]
-            labels = [label]
-        else:
-            rows = [out[0, i, :] for i in range(out.shape[1])]
-            labels = list(label)
         vs = [_decide(list(r), int(lab)) for r, lab in zip(rows, labels)]
         v = _combine(vs)
         if v != "unknown" or prec == precisions[-1]:
