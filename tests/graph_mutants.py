@@ -1021,6 +1021,14 @@ def _witness(o: M.Outcome, lenient: bool = False) -> Optional[str]:
     return None
 
 
+def _sans_scores(witness):
+    """A witness without its enclosures: the fast graph engine encloses the same scores with its own
+    (float64 / double-float) bounds, so two engines agree on the verdict, the example, the reason and the
+    claim, not on the digits, nor on which of two (near-)tied classes the enclosures name."""
+    return {k: v for k, v in witness.items() if k not in ("scores", "classes")} if isinstance(witness, dict) \
+        else witness
+
+
 def run_campaign(mutants: List[M.Mutant], oracles: List[GraphOracle], agree_every: int = 5,
                  offset: int = 0) -> M.Campaign:
     """Even index (counting from ``offset``): the fast engine, odd: the pure kernel; every
@@ -1036,7 +1044,7 @@ def run_campaign(mutants: List[M.Mutant], oracles: List[GraphOracle], agree_ever
             other = "pure" if engine == "fast" else "fast"
             st2, w2 = _run(other, m.doc)
             camp.agreement_checked += 1
-            if (st2, w2) != (status, witness) and not o.problem:
+            if (st2, _sans_scores(w2)) != (status, _sans_scores(witness)) and not o.problem:  # same verdict and example
                 o.problem = f"engines disagree: {engine} {status} {witness} vs {other} {st2} {w2}"
         camp.outcomes.append(o)
     return camp

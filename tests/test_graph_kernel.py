@@ -217,7 +217,9 @@ def test_attention_block_claims_confirmed_and_planted_errors_refuted():
     v = check_certificate(doc(g, INPUTS, labels, truth, claims=claims))
     assert v.status == "CERTIFIED", v.message
     assert v.measured["n_pass"] == n_pass and v.measured["depth"] == 8 and v.measured["relu_depth"] == 1
-    assert check_certificate_fast(doc(g, INPUTS, labels, truth, claims=claims)).to_json() == v.to_json()
+    fast = check_certificate_fast(doc(g, INPUTS, labels, truth, claims=claims)).to_json()  # the fast graph engine:
+    assert {k: fast[k] for k in fast if k not in ("message", "precision")} == \
+        {k: w for k, w in v.to_json().items() if k not in ("message", "precision")}  # the same verdict, its own note
     for e in range(6):
         planted = list(truth)
         planted[e] = "fail" if truth[e] == "pass" else "pass"
