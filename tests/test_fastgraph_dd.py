@@ -176,7 +176,7 @@ def _precise_only(monkeypatch):
     monkeypatch.setattr(fcheck, "_judge_part", judge)
 
 
-@pytest.mark.parametrize("tanh", [True, False])
+@pytest.mark.parametrize("tanh", [True, pytest.param(False, marks=pytest.mark.slow)])  # erf GELU: with -m slow
 def test_gpt2_precise_mode_certifies_and_refutes_planted_faults_like_the_kernel(tanh, monkeypatch):
     _precise_only(monkeypatch)
     from exactmem.certificate.fastcheck import check_certificate_fast
