@@ -75,22 +75,23 @@ def _code_length(cert: ParsedCertificate, e: int, cols, s: int, labels, F: int, 
     from `log_fx` too; the upper sum holds exp(hi_y − lo_y) >= 1, so its logarithm is >= 0, and a lower
     bound below 0 is raised to 0. 'pass' when the upper end is at most c, 'fail' (REFUTED, with a
     witness) when the lower end exceeds c; else undecided (more bits), and always so when a score is a
-    special value. e^x < 2^(2x): each row's largest term is charged to the value limit first."""
+    special value. e^x < 2^(2x): each row's largest term is charged to the value limit first. The lower
+    end is only computed when the upper end does not already confirm c (it can only refute)."""
     if any(sp for _, _, sp in cols):
         raise Undecided()  # a special value: its bounds are placeholders
-    G, c, low, high = max(F, s), cert.codelengths[e], Fraction(0), Fraction(0)
+    G, c, rows = max(F, s), cert.codelengths[e], [(lo, hi, y) for (lo, hi, _), y in zip(cols, labels)]
     l2 = log_fx(2 << G, G, False), log_fx(2 << G, G, True)  # ln 2 over 2^G
-    for (lo, hi, _), y in zip(cols, labels):
+    for lo, hi, y in rows:
         if budget is not None:
             budget.value(2 * max(0, (max(hi) - lo[y]) >> s) + G + 2, "a code-length term exp(s_k - s_label)")
-        up = sum(exp_fx((h - lo[y]) << (G - s), G, True) for h in hi)
-        down = sum(exp_fx((v - hi[y]) << (G - s), G, False) for v in lo)
-        high += Fraction(log_fx(up, G, True), l2[0])
-        low += max(Fraction(log_fx(down, G, False), l2[1]), Fraction(0)) if down else 0
-    if low <= c < high:
-        raise Undecided()  # c within the enclosure
+    high = sum((Fraction(log_fx(sum(exp_fx((h - lo[y]) << (G - s), G, True) for h in hi), G, True), l2[0])
+                for lo, hi, y in rows), Fraction(0))
     if high <= c:
         return "pass", None
+    downs = [sum(exp_fx((v - hi[y]) << (G - s), G, False) for v in lo) for lo, hi, y in rows]
+    low = sum((max(Fraction(log_fx(d, G, False), l2[1]), Fraction(0)) for d in downs if d), Fraction(0))
+    if low <= c:
+        raise Undecided()  # c within the enclosure
     return "fail", {"example": e + cert.first, "reason": "codelength", "claimed": fmt(c), "lower_bound": fmt(low),
                     "upper_bound": fmt(high)}
 

@@ -18,13 +18,15 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..arith.linalg import lower_fraction, upper_fraction
+from ..kernel.facts import CODER_BITS  # the kernel's: codelength_bits = Σ confirmed code lengths + CODER_BITS
 from .evaluate import ArbBackend, Program, _combine, _decide, _margin, ladder_rows
+from .onnx_import import VerifyInputError, rational_str
 from .special import Special
 
 __all__ = ["GRAIN", "CODER_BITS", "prediction_bits", "judge_and_measure", "float_codelength", "round_up"]
 
 GRAIN = 32  # claimed code lengths are multiples of 2^-32 bits (short texts; 2^-32 per example is negligible)
-CODER_BITS = 2  # an arithmetic code of length ceil(sum) + 2 (Cover & Thomas, Theorem 13.3.1); the ceiling adds < 1
 
 
 class NoCodeLength(ValueError):
@@ -45,12 +47,6 @@ def prediction_bits(K: ArbBackend, row: Sequence[Any], label: int):
     d = [v - row[label] for v in row]
     m = max(v.mid() for v in d)
     return ((sum((v - m).exp() for v in d)).log() + m) / K.flint.arb(2).log()
-
-
-def _arb_to_fraction(x) -> Fraction:
-    man, exp = x.man_exp()
-    man, exp = int(man), int(exp)
-    return Fraction(man << exp) if exp >= 0 else Fraction(man, 1 << -exp)
 
 
 def judge_and_measure(prog: Program, x, label, precisions: Sequence[int], backends: Optional[Dict] = None,
@@ -75,8 +71,7 @@ def judge_and_measure(prog: Program, x, label, precisions: Sequence[int], backen
             k = next((i for i, w in enumerate(vs) if w == v), 0)
             enc = None
             if bits.is_finite():
-                enc = (max(Fraction(0), _arb_to_fraction(bits.lower())), round_up(_arb_to_fraction(bits.upper())),
-                       len(rows))
+                enc = max(Fraction(0), lower_fraction(bits)), round_up(upper_fraction(bits)), len(rows)
             return v, prec, _margin(list(rows[k]), int(labels[k])), enc
     raise AssertionError("empty precision ladder")
 
@@ -102,7 +97,7 @@ def dataset_bits(predictions: int, vocab: int, prec: int = 128) -> Tuple[Fractio
     try:
         flint.ctx.prec = prec
         v = flint.arb(predictions) * flint.arb(vocab).log() / flint.arb(2).log()
-        return _arb_to_fraction(v.lower()), _arb_to_fraction(v.upper())
+        return lower_fraction(v), upper_fraction(v)
     finally:
         flint.ctx.prec = old
 
@@ -116,8 +111,6 @@ def summarize(encs: List[Optional[Tuple[Fraction, Fraction, int]]]) -> Optional[
 
 def source_bits_value(v, measure) -> Fraction:
     """``--source-bits`` as an exact rational >= 0 (one-line errors)."""
-    from .onnx_import import VerifyInputError
-
     if measure != "bits":
         raise VerifyInputError("--source-bits applies with --measure bits")
     try:
@@ -127,10 +120,6 @@ def source_bits_value(v, measure) -> Fraction:
     if q is None or q < 0:
         raise VerifyInputError(f"--source-bits must be a number of bits >= 0 (e.g. 640, 6.4e2 or 32/5), not {v!r}")
     return q
-
-
-def _num(q: Fraction) -> str:
-    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
 
 
 def measured_bits(encs: List[Optional[Tuple[Fraction, Fraction, int]]], classes: int, n_params: int,
@@ -156,9 +145,9 @@ def measured_bits(encs: List[Optional[Tuple[Fraction, Fraction, int]]], classes:
         source = "given (--source-bits)"
     code = high + CODER_BITS
     mem = d_lo - code
-    out.update({"predictions": preds, "dataset_bits": _num(d_lo) if d_lo == d_hi else [_num(d_lo), _num(d_hi)],
-                "dataset_source": source, "codelength_bits": _num(code), "codelength_lower": _num(low),
-                "memorized_bits": _num(mem), "dataset_bits_float": float(d_lo), "codelength_bits_float": float(code),
+    out.update({"predictions": preds, "dataset_bits": rational_str(d_lo) if d_lo == d_hi else [rational_str(d_lo), rational_str(d_hi)],
+                "dataset_source": source, "codelength_bits": rational_str(code), "codelength_lower": rational_str(low),
+                "memorized_bits": rational_str(mem), "dataset_bits_float": float(d_lo), "codelength_bits_float": float(code),
                 "memorized_bits_float": float(mem),
                 "bits_per_parameter": float(mem / n_params) if n_params else None})
     if float_rows:
@@ -181,13 +170,3 @@ def memorized_text(m: Dict[str, Any]) -> str:
             f"for {m['predictions']} predictions; dataset {m['dataset_bits_float']:,.1f} bits ({m['dataset_source']})\n"
             f"memorized >= {m['memorized_bits_float']:,.3f} bits"
             + (f" = {bpp:.4f} bits per parameter ({m['n_params']} parameters)" if bpp is not None else "") + side)
-
-
-
-def row_codelengths(encs: List[Tuple[Fraction, Fraction, int]], keys: List[bytes]) -> Tuple[List[str], str]:
-    """Per row, its claimed code length (the enclosure's upper end) as text, and the claimed bound
-    ``codelength_bits``: their sum over distinct inputs (the kernel counts each input once) + `CODER_BITS`."""
-    seen: Dict[bytes, Fraction] = {}
-    for e, k in zip(encs, keys):
-        seen.setdefault(k, e[1])
-    return [_num(e[1]) for e in encs], _num(sum(seen.values(), Fraction(0)) + CODER_BITS)

@@ -19,6 +19,8 @@ __all__ = ["FORMATS", "NonFinite", "decode_bits", "exact_array", "exact_scalar"]
 
 # name -> (total bits, exponent bits, mantissa bits, unsigned integer view)
 ONNX_FLOATS = {1: "float32", 10: "float16", 11: "float64", 16: "bfloat16"}  # onnx TensorProto float data types
+ONNX_INTS = {2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 12: "uint32", 13: "uint64"}  # integers
+ONNX_BOOL = 9  # TensorProto.BOOL
 FORMATS = {"float16": (16, 5, 10, np.uint16), "bfloat16": (16, 8, 7, np.uint16),
            "float32": (32, 8, 23, np.uint32), "float64": (64, 11, 52, np.uint64)}
 

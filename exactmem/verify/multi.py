@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import List
 
+from .floats import ONNX_BOOL, ONNX_INTS
 from .onnx_import import VerifyInputError
 
 MERGED = "exactmem_inputs"
@@ -32,10 +33,8 @@ def merge_inputs(mp, names: List[str], width: int):
         raise VerifyInputError(f"the model's inputs are {', '.join(have) or 'none'}; the data gives "
                                f"{', '.join(names)} (name each input as the model does)")
     types = {i.name: i.type.tensor_type.elem_type for i in given}
-    ints = (TensorProto.INT64, TensorProto.INT32, TensorProto.INT16, TensorProto.INT8, TensorProto.UINT8,
-            TensorProto.BOOL)
     for name in names:
-        if types[name] not in ints:
+        if types[name] not in ONNX_INTS and types[name] != ONNX_BOOL:
             raise VerifyInputError(f"the model's input {name!r} is not an integer or bool tensor: several inputs "
                                    "are supported for token ids and masks (integers of one shape [1, n])")
     m = onnx.ModelProto()

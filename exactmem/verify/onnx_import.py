@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..errors import missing_extra
-from .floats import ONNX_FLOATS, exact_array
+from .floats import ONNX_FLOATS, ONNX_INTS, exact_array
 from .kernels import ATTRS, OPS, ExactBackend, NotExact, OpError
 from . import composite  # noqa: F401  (adds its compositions of table ops to ops.LOWER: Conv, GatherND, …)
 from .ops import LOWER, Const, Dyn, LowerError
@@ -302,10 +302,7 @@ def lower(model, n: int, dim: Optional[int] = None, shape: Optional[Tuple[int, .
         raise VerifyInputError("the model has no graph output")
     inp = inputs[0]
     tt = inp.type.tensor_type
-    from onnx import TensorProto
-
-    is_int = tt.elem_type in (TensorProto.INT64, TensorProto.INT32, TensorProto.INT16, TensorProto.INT8,
-                              TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64)
+    is_int = tt.elem_type in ONNX_INTS
     want = (1, n) if is_int else (1, *shape) if shape is not None else (1, n, dim)
     if not is_int and dim is None:
         raise VerifyInputError(f"the model's input {inp.name!r} takes float vectors; the data holds token ids")

@@ -18,7 +18,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from .floats import exact_scalar
+from .floats import ONNX_BOOL, ONNX_INTS, exact_scalar
 from .kernels import OpError, slice_array
 from .special import Special
 
@@ -362,8 +362,7 @@ def _cast(cx, node, ins, at):
     from onnx import TensorProto
 
     to = int(at["to"])
-    to_int = to in (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8,
-                    TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64, TensorProto.BOOL)
+    to_int = to in ONNX_INTS or to == ONNX_BOOL
     x = ins[0]
     if isinstance(x, Dyn):
         if to == TensorProto.BOOL:

@@ -24,7 +24,7 @@ from ..errors import missing_extra
 from .data import Examples, given_examples
 from .evaluate import PRECISIONS, Program, judge
 from .floats import ONNX_FLOATS
-from .onnx_import import VerifyInputError, load_onnx, lower
+from .onnx_import import VerifyInputError, load_onnx, lower, rational_str
 
 __all__ = ["verify", "memorized_bits", "VerifyResult", "export_torch", "VerifyInputError"]
 
@@ -357,11 +357,8 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
                     bar.update(len(f.result()))
     t_eval = time.perf_counter()
 
-    row_verdict, row_bits = [], []
-    for i in range(ex.N):
-        j = first[(ex.key(i), str(ex.label_json(i)))]
-        row_verdict.append(results[j][0])
-        row_bits.append(results[j][1])
+    row_result = [results[first[(ex.key(i), str(ex.label_json(i)))]] for i in range(ex.N)]  # each row's pair's
+    row_verdict, row_bits = [r[0] for r in row_result], [r[1] for r in row_result]
     status: Dict[bytes, str] = {}
     for i in range(ex.N):
         k = ex.key(i)
@@ -377,7 +374,7 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     differences = []
     for i in sorted(by_input.values()):
         f_ok = None if fl is None else fl[i]
-        v = results[first[(ex.key(i), str(ex.label_json(i)))]]
+        v = row_result[i]
         if v[0] == "unknown" or (f_ok is not None and f_ok != (v[0] == "pass")):
             differences.append({"row": i, "verdict": v[0], "float_argmax_is_label": f_ok, "bits": v[1],
                                 "margin": v[2]})
@@ -396,11 +393,10 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     meta = {"producer": "exactmem verify", "float_count": res.float_count, "differences": differences,
             "source_ops": lowered.source_ops, "bits": row_bits}
     codelengths = bound = None
-    if res.memorized is not None and res.memorized.get("codelength_bits") is not None:
-        from .codelength import row_codelengths
-
-        codelengths, bound = row_codelengths([results[first[(ex.key(i), str(ex.label_json(i)))]][3] for i in range(ex.N)],
-                                             [ex.key(i) for i in range(ex.N)])
+    if res.memorized is not None and res.memorized.get("codelength_bits") is not None:  # each row claims its
+        # pair's upper end; the total is the measured one (distinct pairs = the kernel's distinct inputs, or the
+        # kernel refutes the conflicting labels anyway)
+        codelengths, bound = [rational_str(r[3][1]) for r in row_result], res.memorized["codelength_bits"]
     res.doc = build(model_json, [ex.input_json(i) for i in range(ex.N)], [ex.label_json(i) for i in range(ex.N)],
                     row_verdict, counts, name, max_precision, meta, codelengths, bound)
     if out is not None:
