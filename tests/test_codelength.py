@@ -147,6 +147,34 @@ def test_a_raised_example_with_the_total_unchanged_refutes_the_total(measured):
     assert v.status == "REFUTED" and v.witness["claim"]["quantity"] == "codelength_bits", v.message
 
 
+def test_the_fast_graph_engine_gives_the_kernels_verdicts_on_code_length_claims(measured):
+    """`check --engine fast` on code-length certificates: the same status and measured total as the kernel on
+    the honest certificate and on each planted fault (a total one bit low, one example below its lower
+    bound, one example raised with the total unchanged), so the fast path can neither drop a confirmed
+    code length from the total nor stop at an undecided one."""
+    pytest.importorskip("numpy")
+    from exactmem.certificate.fastcheck import check_certificate_fast
+
+    _, doc = measured
+    low_total = copy.deepcopy(doc)
+    c = next(c for c in low_total["claims"] if c["quantity"] == "codelength_bits")
+    b = Fraction(c["bound"]) - 1
+    c["bound"] = f"{b.numerator}/{b.denominator}"
+    below, raised = copy.deepcopy(doc), copy.deepcopy(doc)
+    q = Fraction(below["outputs"][3]["codelength"]) - Fraction(1, 1 << 20)
+    below["outputs"][3]["codelength"] = f"{q.numerator}/{q.denominator}"
+    q = Fraction(raised["outputs"][0]["codelength"]) + 1
+    raised["outputs"][0]["codelength"] = f"{q.numerator}/{q.denominator}"
+    for d, status in ((doc, "CERTIFIED"), (low_total, "REFUTED"), (below, "REFUTED"), (raised, "REFUTED")):
+        d = rehash(d)
+        pure, fast = check_certificate(d), check_certificate_fast(d)
+        assert pure.status == fast.status == status, (pure.message, fast.message)
+        assert pure.witness == fast.witness or pure.witness.get("claim") == fast.witness.get("claim") or \
+            (pure.witness["example"], pure.witness["reason"]) == (fast.witness["example"], fast.witness["reason"])
+        if status == "CERTIFIED":
+            assert fast.measured["codelength_bits"] == pure.measured["codelength_bits"]
+
+
 def test_a_code_length_claim_needs_a_code_length_on_every_output(measured):
     _, doc = measured
     bad = copy.deepcopy(doc)

@@ -49,6 +49,20 @@ def test_the_cited_certificates_are_committed_as_recorded():
         assert hashlib.sha256(path.read_bytes()).hexdigest() == c["sha256"], c["file"]
 
 
+def test_the_fast_graph_engine_certifies_a_cited_certificate_with_the_pages_code_length():
+    """`check --engine fast` on the smallest cited certificate: its double-float bounds leave some code
+    lengths undecided at first, which the kernel's ladder takes over; CERTIFIED with the row's total."""
+    pytest.importorskip("numpy")
+    from exactmem.certificate.fastcheck import check_certificate_fast
+
+    js = committed()
+    rows = {r["certificate"]: r for r in js["rows"]}
+    c = min(js["certificates"], key=lambda c: (ROOT / mp.CERT_DIR / c["file"]).stat().st_size)
+    v = check_certificate_fast(json.loads((ROOT / mp.CERT_DIR / c["file"]).read_text()))
+    assert v.status == "CERTIFIED", v.message
+    assert v.measured["codelength_bits"] == Fraction(rows[c["file"]]["codelength_bits"])
+
+
 @pytest.mark.slow
 def test_the_cited_certificates_check_and_give_the_pages_code_lengths():
     """`check` of the four smallest cited certificates from this checkout (all 16 take ~20 minutes of the

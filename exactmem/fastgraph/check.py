@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import Dict, Optional
 
-from ..kernel.checker import (Budget, MalformedCertificate, ParsedCertificate, Verdict, check_examples,
+from ..kernel.checker import (Budget, MalformedCertificate, ParsedCertificate, Undecided, Verdict, check_examples,
                               conflict_verdict, judge_verdict)
 from ..kernel.limits import LimitExceeded
 from .engine import Plan, Unsupported, integer_bounds
@@ -92,9 +92,14 @@ def _judge_part(cert, plan, part, budget, stats, res, precise: bool):
             continue
         L, H, s = integer_bounds(lo[j], hi[j])
         try:
-            status, wit = judge_verdict(cert, e, [(a, b, None) for a, b in zip(L, H)], s)
+            status, wit = judge_verdict(cert, e, [(a, b, None) for a, b in zip(L, H)], s, budget=budget)
         except MalformedCertificate:
             continue  # the kernel raises it itself, in order
+        except (Undecided, LimitExceeded) as x:  # a code length these bounds do not decide, or its value limit
+            if isinstance(x, LimitExceeded) and x.limit == "time_limit":
+                raise
+            left.append(e)  # the kernel's ladder decides it (or names the limit) itself
+            continue
         if status != "undecided":
             res[e] = (status, wit)
             stats[key] = stats.get(key, 0) + 1
@@ -160,8 +165,8 @@ def check_graph_examples(cert: ParsedCertificate, lo: int, hi: int, cap: int, bu
                     status = "undecided"
                 else:
                     status = "pass"
-            if status == "pass" and facts is not None:
-                facts.confirm(cert.outputs[e])
+            if status == "pass" and facts is not None:  # the verdict and, with code-length claims, the code length
+                facts.confirm(cert.outputs[e], cert.codelengths and cert.codelengths[e])
         if progress is not None:
             progress(block.stop - lo, n)
     stats["fast"], stats["pure"] = stats.get("fast", 0) + fast, stats.get("pure", 0) + pure
