@@ -101,7 +101,7 @@ def export_torch(module, example: np.ndarray, quiet: bool = True, forward=None, 
     x = torch.from_numpy(np.ascontiguousarray(example))
     if x.dtype == torch.float64:
         x = x.float()
-    sink = io.StringIO() if quiet else sys.stderr
+    sink, first = io.StringIO() if quiet else sys.stderr, None  # first: the dynamo exporter's failure
     try:
         with torch.no_grad(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), no_fastpath(torch):
             pick_output(call(module, x), output)  # a wrong name: said first
@@ -118,9 +118,8 @@ def export_torch(module, example: np.ndarray, quiet: bool = True, forward=None, 
     except VerifyInputError:
         raise
     except Exception as e:
-        raise VerifyInputError(f"torch.onnx.export failed: {export_cause(first)} (the TorchScript exporter: "
-                               f"{export_cause(e)})" if "first" in locals() else
-                               f"torch.onnx.export failed: {export_cause(e)}") from None
+        tail = "" if first is None else f" (the TorchScript exporter: {export_cause(e)})"
+        raise VerifyInputError(f"torch.onnx.export failed: {export_cause(first or e)}{tail}") from None
     finally:
         module.train(was_training)
 
