@@ -96,7 +96,8 @@ def test_auto_engine_rule():
                                 "dataset": many})[0] == "fast"
     assert command.auto_engine({"model": {"layers": [{"type": "attention", "kind": "softmax"}]}, "dataset": many}) \
         == ("pure", "softmax attention is evaluated by the kernel")
-    assert command.auto_engine({"model": {"graph": {}}, "dataset": many})[0] == "pure"  # graph models: fast is opt-in
+    assert command.auto_engine({"model": {"graph": {}}, "dataset": many})[0] == "fast"  # graph models: the fast engine
+    assert command.auto_engine({"model": {"graph": {}}, "dataset": {"inputs": [[0]] * 3}})[0] == "fast"  # at any size
     chunked = {"chunks": [{"examples": 600}, {"examples": 600}]}
     assert command.auto_engine({"model": {"layers": [layer]}, "dataset": chunked})[0] == "fast"
     assert command.auto_engine({"model": {"layers": [layer]}, "dataset": {"inputs": [[0]] * 999}})[0] == "pure"

@@ -106,16 +106,21 @@ def _rows(doc) -> Optional[int]:
 
 
 def auto_engine(doc) -> tuple:
-    """(engine, why) for ``--engine auto``: ``fast`` when the accelerator evaluates every layer
+    """(engine, why) for ``--engine auto``: ``fast`` for a graph model (`exactmem/fastgraph`: every example it
+    does not decide goes to the kernel), or when the accelerator evaluates every layer
     itself (token-wise layers, ``hardmax``/``uniform`` attention — it hands everything else to the
     kernel), the certificate has at least ``AUTO_FAST_MIN_EXAMPLES`` rows (below, loading NumPy and
     numba costs more than it saves; the library's ``checker="auto"`` rule) and NumPy is installed;
     else ``pure``. The choice never changes a verdict: both engines give the kernel's."""
     model = doc.get("model") if isinstance(doc, dict) else None
     layers = model.get("layers") if isinstance(model, dict) else None
-    if isinstance(model, dict) and isinstance(model.get("graph"), dict):  # opt-in until it is shown faster
-        return "pure", ("a graph model: the float64 engine (--engine fast) leaves LayerNorm-deep networks undecided "
-                        "(docs/certificate.md), so auto keeps the kernel")
+    if isinstance(model, dict) and isinstance(model.get("graph"), dict):
+        try:
+            from ..fastgraph import check  # noqa: F401  (NumPy)
+        except ImportError:
+            return "pure", "NumPy is not installed (pip install numpy)"
+        return "fast", ("a graph model: the fast graph engine's enclosures (float64, then double-float midpoints), "
+                        "the kernel for every example they leave undecided")
     if not isinstance(layers, list):
         return "pure", "not a layer model"
     kinds = sorted({str(l.get("kind")) for l in layers if isinstance(l, dict) and l.get("type") == "attention"}

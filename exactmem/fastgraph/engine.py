@@ -571,6 +571,7 @@ class Plan:
             if op not in SUPPORTED:
                 raise Unsupported(f"op {op}")
         self.G, self.consts, self.smax = G, {}, 0
+        self.skip = set()  # passes of `check.levels` that decided (almost) nothing here: later batches skip them
         for name, c in G.consts.items():
             self.consts[name] = const_tensor(c)
             if isinstance(c, T) and not c.ints:

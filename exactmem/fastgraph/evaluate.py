@@ -7,6 +7,7 @@ mode. Split from `engine` so that
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Optional
 
 import numpy as np
 
@@ -38,11 +39,13 @@ def _node(bt, plan, op, a, args, kargs, i, precise):
     return [ddops.to_dt(t) for t in r] if precise else r
 
 
-def evaluate(plan: Plan, xs, tokens: bool, position: str, budget, on_node=None, precise: bool = False):
+def evaluate(plan: Plan, xs, tokens: bool, position: str, budget, on_node=None, precise: bool = False,
+             until: Optional[int] = None):
     """Scores of the examples ``xs`` (all of one length n): (lo, hi, bad) with lo, hi of shape (E, P, C)
     (P read positions) and ``bad`` the examples left undecided. ``precise``: double-float midpoints
-    (`dd`, `ddops`) for the ops that have them. Raises Unsupported, a kernel ShapeError, or
-    LimitExceeded (the element and bit limits, as the kernel applies them)."""
+    (`dd`, `ddops`) for the ops that have them, in the nodes before index ``until`` (all when None; the
+    later ones in float64: the rounding of the last layers grows through fewer ops). Raises Unsupported,
+    a kernel ShapeError, or LimitExceeded (the element and bit limits, as the kernel applies them)."""
     G, E, n = plan.G, len(xs), len(xs[0])
     bt = Batch(E, budget, plan.smax)
     bt.moves, bt.products = plan.moves, plan.products
@@ -68,7 +71,10 @@ def evaluate(plan: Plan, xs, tokens: bool, position: str, budget, on_node=None, 
             if rank > MAX_RANK or len(outs) > MAX_OUTPUTS:
                 raise Unsupported("rank or outputs")
             used = budget.room(one, used - one + every, f"model.graph.nodes[{i}] ({op}), the outputs")
-            r = _node(bt, plan, op, a, args, [kconsts.get(v) for v in ins], i, precise)
+            dd_here = precise and (until is None or i < until)
+            if precise and not dd_here:
+                args = [ddops.to_ft(t) for t in args]
+            r = _node(bt, plan, op, a, args, [kconsts.get(v) for v in ins], i, dd_here)
             if len(r) != len(outs):
                 raise Unsupported("outputs")
             for name, t in zip(outs, r):

@@ -48,6 +48,7 @@ class VerifyResult:
     buffers: Optional[int] = None  # a module's buffers (fixed tables, masks); None for an ONNX file
     n_params_source: str = "ONNX float initializers"
     memorized: Optional[Dict[str, Any]] = None  # measure="bits": the code length and memorized bits (codelength.py)
+    by_engine: Dict[str, int] = field(default_factory=dict)  # distinct examples decided by each evaluator (fastpath)
 
     def summary(self) -> str:
         fc = "n/a (no onnxruntime)" if self.float_count is None else str(self.float_count)
@@ -59,7 +60,7 @@ class VerifyResult:
                 "n_distinct": self.n_distinct, "n_rows": self.n_rows, "float_count": self.float_count,
                 "certificate": self.certificate, "n_params": self.n_params, "n_params_source": self.n_params_source,
                 "graph_constants": self.graph_constants, "buffers": self.buffers, "differences": self.differences,
-                "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "by_engine": self.by_engine,
                 **({"memorized": self.memorized} if self.memorized is not None else {})}
 
 
@@ -236,6 +237,29 @@ def _judge_batch(batch, precisions):
     return [(i, judge(_PROG, x, lab, precisions, _BACKENDS)) for i, x, lab in batch]
 
 
+def _fast_first(model_json, ex: Examples, todo: list, measure: bool, bar, stats: Dict[str, Any]):
+    """({row: result} decided by the fast engine's enclosures (`fastpath`), the rows left for the arb
+    ladder): token inputs and [n, d] vectors; everything else (and a graph the engine does not run) stays."""
+    from fractions import Fraction
+
+    from . import fastpath
+
+    if ex.kind not in ("tokens", "vectors") or (ex.kind == "vectors" and np.ndim(ex.exact[0]) != 2):
+        return {}, todo
+    i0 = todo[0][0]
+    got = fastpath.engine_for(model_json, ex.input_json(i0), ex.label_json(i0), ex.position)
+    if got is None:
+        stats["unsupported"] = True
+        return {}, todo
+    cert, plan = got
+    conv = (lambda i: [int(t) for t in ex.exact[i]]) if ex.kind == "tokens" else \
+        (lambda i: [[Fraction(v) for v in row] for row in ex.exact[i]])
+    items = [(i, conv(i), lab) for i, _, lab in todo]
+    done, left = fastpath.fast_results(cert, plan, items, cert.position, measure, bar.update, stats)
+    keep = set(left)
+    return done, [t for t in todo if t[0] in keep]
+
+
 def _ladder(max_precision: int):
     ps = [p for p in PRECISIONS if p <= max_precision]
     return ps if ps and ps[-1] == max_precision else ps + [max_precision]
@@ -244,7 +268,7 @@ def _ladder(max_precision: int):
 def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, position="last",
            decode: str = "argmax", out: Optional[str] = None, workers: int = 1, quiet: bool = True,
            max_precision: int = 4096, float_count: bool = True, name: Optional[str] = None, forward=None,
-           output=None, measure: Optional[str] = None, source_bits=None) -> VerifyResult:
+           output=None, measure: Optional[str] = None, source_bits=None, engine: str = "auto") -> VerifyResult:
     """Certify, example by example, what ``model`` memorizes (see the module docstring).
 
     ``model``: an ONNX path, a ``ModelProto`` or a ``torch.nn.Module``. ``inputs``: N×n token ids
@@ -257,6 +281,8 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     certificate (none written when None). ``measure="bits"``: also enclose the model's code length
     for the labels and the bits it memorized (`exactmem.verify.codelength`; ``source_bits``: the
     labels' entropy in bits, a number or rational text; by default ``predictions · log₂ C``).
+    ``engine``: ``"auto"`` (the fast graph engine's enclosures first, `fastpath`; the arb ladder for
+    what they leave undecided) or ``"arb"`` (the arb ladder for every example).
     Raises `VerifyInputError` (one line) on bad input."""
     from ..progress import Progress
 
@@ -267,6 +293,8 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
         raise VerifyInputError("--workers must be at least 1")
     if max_precision < 64:
         raise VerifyInputError("--max-precision must be at least 64 bits")
+    if engine not in ("auto", "arb"):
+        raise VerifyInputError(f"--engine must be auto or arb, not {engine!r}")
     if measure not in (None, "bits"):
         raise VerifyInputError(f"--measure must be bits, not {measure!r}")
     if source_bits is not None:
@@ -332,9 +360,17 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     todo = [(i, ex.bound(i), ex.labels[i]) for i in sorted(first.values())]
     ladder = _ladder(max_precision)
     results: Dict[int, Any] = {}
+    fast = {} if engine != "arb" else None
     with Progress(total=len(todo), desc="verify", unit="example", quiet=quiet) as bar:
-        bar.stage("evaluate", f"verify: {len(todo)} distinct examples, {workers} worker(s)")
-        if workers == 1:
+        if fast is not None and todo:
+            bar.stage("fast engine", f"verify: {len(todo)} distinct examples, fast engine enclosures first")
+            done, todo = _fast_first(model_json, ex, todo, measure == "bits", bar, fast)
+            results.update(done)
+        if todo:
+            bar.stage("evaluate", f"verify: {len(todo)} distinct examples by the arb ladder, {workers} worker(s)")
+        if not todo:
+            pass
+        elif workers == 1:
             _init_worker(model_json, measure == "bits")
             for item in todo:
                 (i, v), = _judge_batch([item], ladder)
@@ -355,6 +391,8 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
                         results[i] = v
                     bar.update(len(f.result()))
     t_eval = time.perf_counter()
+    by_engine = {"fast engine (float64)": fast.get("float64", 0), "fast engine (double-float)":
+                 fast.get("double-float", 0), "arb ladder": len(todo)} if fast is not None else {"arb ladder": len(todo)}
 
     row_result = [results[first[(ex.key(i), str(ex.label_json(i)))]] for i in range(ex.N)]  # each row's pair's
     row_verdict, row_bits = [r[0] for r in row_result], [r[1] for r in row_result]
@@ -380,7 +418,7 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     constants = sum(len(c["values"]) for c in model_json["graph"]["constants"].values() if "values" in c)
     res = VerifyResult(counts["pass"], counts["fail"], counts["unknown"], counts["distinct"], ex.N,
                        None if fl is None else sum(fl.values()), None, row_verdict, row_bits, differences,
-                       graph_constants=constants, **sizes)
+                       graph_constants=constants, by_engine=by_engine, **sizes)
     if measure == "bits":
         from .codelength import measured_bits
 

@@ -1,0 +1,158 @@
+"""verify's fast path: each example's verdict (and code length) from the fast graph engine's enclosures.
+
+`exactmem/fastgraph` encloses every score of a graph model for a batch of examples in float64, then
+with double-float midpoints (`docs/certificate.md` § The fast graph engine): about 100× less work per
+example than the arb ladder of `evaluate.judge` on GPT-2-sized networks. An example whose enclosures
+decide its verdict — every read position's label score above every other score (pass), or some other
+score at least the label's (fail) — takes that verdict; every other example (undecided, special
+values, an op the engine does not evaluate, a limit) goes to the arb ladder as before. Nothing here is
+trusted: the kernel (or ``check --engine fast``) re-derives every claimed verdict.
+
+The graph is parsed by the kernel's own parser (`kernel.checker.parse_certificate` of a one-example
+certificate), so the engine runs exactly the graph the certificate will hold.
+"""
+
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..fastgraph.check import SKIP_LEVEL, levels
+
+MIDPOINT_BITS = {False: 53, True: 106}  # what `bits` reports for an example the engine decided (float64, double-float)
+
+
+def engine_for(model_json: Dict[str, Any], first_input, first_label, position: str, budget=None):
+    """(parsed certificate, engine plan) for ``model_json``, or None when the fast engine cannot run the
+    graph (an op it does not evaluate, NumPy missing, a graph the kernel's parser refuses)."""
+    try:
+        from ..fastgraph.check import plan_for
+        from ..fastgraph.engine import Unsupported
+        from ..kernel.checker import MalformedCertificate, parse_certificate
+        from ..kernel.limits import Budget, LimitExceeded
+        from .certificate import build
+    except ImportError:
+        return None
+    doc = build(model_json, [first_input], [first_label], ["unknown"], {"pass": 0, "fail": 0, "rows": 1,
+                                                                         "distinct": 1}, "fastpath")
+    try:
+        cert = parse_certificate(doc, budget or Budget())
+        return cert, plan_for(cert)
+    except (Unsupported, MalformedCertificate, LimitExceeded):
+        return None
+
+
+def decide(lo: np.ndarray, hi: np.ndarray, labels: np.ndarray) -> str:
+    """The verdict of one example from its score bounds lo, hi [P, C] and labels [P]: "pass" when at every
+    position the label's lower bound exceeds every other upper bound, "fail" when at some position another
+    lower bound reaches the label's upper bound (the kernel's rule: a tie is no argmax), else "unknown"."""
+    P = np.arange(lo.shape[0])
+    ly, hy = lo[P, labels], hi[P, labels]
+    others_hi = hi.copy()
+    others_hi[P, labels] = -np.inf
+    others_lo = lo.copy()
+    others_lo[P, labels] = -np.inf
+    if np.all(ly > others_hi.max(axis=1)):
+        return "pass"
+    if np.any(others_lo.max(axis=1) >= hy):
+        return "fail"
+    return "unknown"
+
+
+def margin_text(lo: np.ndarray, hi: np.ndarray, labels: np.ndarray) -> str:
+    """The smallest lower bound of (label score − other score) over the positions (display only)."""
+    P = np.arange(lo.shape[0])
+    others_hi = hi.copy()
+    others_hi[P, labels] = -np.inf
+    m = (lo[P, labels] - others_hi.max(axis=1)).min()
+    return f"> {m:.6g} (fast engine enclosure)"
+
+
+def code_length(lo: np.ndarray, hi: np.ndarray, labels: np.ndarray, prec: int = 128):
+    """[low, high] (Fractions, high rounded up to 2^-GRAIN) of Σ_p log₂ Σ_k 2^((s_k − s_y)/ln 2) for scores
+    in the bounds: the high end from exp(hi_k − lo_y), the low end from exp(lo_k − hi_y), in arb balls
+    (the floats are exact in arb); None when a bound is not finite."""
+    import flint
+
+    from ..arith.linalg import lower_fraction, upper_fraction
+    from .codelength import round_up
+
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        return None
+    old = flint.ctx.prec
+    flint.ctx.prec = prec
+    try:
+        up_sum, lo_sum = flint.arb(0), flint.arb(0)
+        ln2 = flint.arb(2).log()
+        for p in range(lo.shape[0]):
+            y = int(labels[p])
+            a, b = flint.arb(float(lo[p, y])), flint.arb(float(hi[p, y]))
+            up_sum += sum((flint.arb(float(v)) - a).exp() for v in hi[p]).log() / ln2
+            lo_sum += sum((flint.arb(float(v)) - b).exp() for v in lo[p]).log() / ln2
+    finally:
+        flint.ctx.prec = old
+    low = max(Fraction(0), lower_fraction(lo_sum))
+    return low, round_up(upper_fraction(up_sum)), lo.shape[0]
+
+
+def fast_results(cert, plan, items: Sequence[Tuple[int, Any, Any]], position: str, measure: bool,
+                 on_done: Optional[Callable[[int], None]] = None, stats: Optional[Dict[str, Any]] = None
+                 ) -> Tuple[Dict[int, tuple], List[int]]:
+    """({row: result} for the rows the enclosures decide, [rows left to the arb ladder]). ``items``:
+    (row, input as the certificate holds it — a list of token ids or of vectors of Fractions —, label:
+    an int or a list per position). A result is ``(verdict, bits, margin)`` as `evaluate.judge` gives
+    it, plus the code length (`code_length`) when ``measure``; ``bits`` is the engine's midpoint
+    precision (`MIDPOINT_BITS`). ``on_done(k)`` after each batch with the rows it finished."""
+    from ..fastgraph.check import batch_size
+    from ..fastgraph.evaluate import evaluate
+    from ..kernel.limits import Budget, LimitExceeded
+
+    stats = {} if stats is None else stats
+    by_len: Dict[int, list] = {}
+    for it in items:
+        by_len.setdefault(len(it[1]), []).append(it)
+    out: Dict[int, tuple] = {}
+    left: List[int] = []
+    for n, group in by_len.items():
+        size = batch_size(cert, n)
+        for k in range(0, len(group), size):
+            part = group[k:k + size]
+            todo = part
+            for level in levels(plan):  # float64, then double-float midpoints for more of the graph
+                if not todo:
+                    break
+                if level in plan.skip:
+                    continue
+                precise = level > 0
+                t = time.perf_counter()
+                try:
+                    lo, hi, bad = evaluate(plan, [x for _, x, _ in todo], cert.tokens, position, Budget(),
+                                           precise=precise, until=level)
+                except (LimitExceeded, MemoryError, ArithmeticError, ValueError, Exception):  # noqa: B014 (arb decides)
+                    continue
+                stats["seconds"] = stats.get("seconds", 0.0) + time.perf_counter() - t
+                rest = []
+                for j, (row, _, lab) in enumerate(todo):
+                    labels = np.atleast_1d(np.asarray(lab, dtype=np.int64))
+                    v = "unknown" if bad[j] else decide(lo[j], hi[j], labels)
+                    enc = None
+                    if v != "unknown" and measure:
+                        enc = code_length(lo[j], hi[j], labels)
+                        v = v if enc is not None else "unknown"
+                    if v == "unknown":
+                        rest.append((row, _, lab))
+                        continue
+                    res = (v, MIDPOINT_BITS[precise], margin_text(lo[j], hi[j], labels))
+                    out[row] = res + (enc,) if measure else res
+                    key = "double-float" if precise else "float64"
+                    stats[key] = stats.get(key, 0) + 1
+                if level != len(plan.G.nodes) and len(rest) > (1 - SKIP_LEVEL) * len(todo):
+                    plan.skip.add(level)  # this pass leaves this network undecided: later batches skip it
+                todo = rest
+            left.extend(row for row, _, _ in todo)
+            if on_done is not None:
+                on_done(len(part) - len(todo))
+    return out, left
