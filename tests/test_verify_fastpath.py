@@ -125,3 +125,13 @@ def test_a_lying_fast_path_is_refuted_by_the_kernel(monkeypatch, tmp_path):
     assert r.verdicts[2] == "fail"
     v = check_certificate(json.load(open(r.certificate)))
     assert v.status == "REFUTED" and v.witness["example"] == 2, v.message
+
+
+def test_two_workers_give_the_single_process_results():
+    model, xs, labels = _gpt2_items()
+    cert, plan = fastpath.engine_for(model, xs[0], labels[0], "last")
+    items = [(i, x, y) for i, (x, y) in enumerate(zip(xs, labels))]
+    one, left1 = fastpath.fast_results(cert, plan, items, "last", True)
+    st = {}
+    two, left2 = fastpath.fast_results_parallel(cert, plan, items, "last", True, 2, stats=st)
+    assert one == two and left1 == left2 == [] and st.get("float64", 0) + st.get("double-float", 0) == len(xs)

@@ -98,6 +98,52 @@ def code_length(lo: np.ndarray, hi: np.ndarray, labels: np.ndarray, prec: int = 
     return low, round_up(upper_fraction(up_sum)), lo.shape[0]
 
 
+_SHARED: Dict[str, Any] = {}  # the parsed graph and plan, inherited by forked workers (`fast_results_parallel`)
+
+
+def _fast_worker(items, position: str, measure: bool):
+    """One worker's share: `fast_results` with one BLAS thread (the workers already use the cores)."""
+    from threadpoolctl import threadpool_limits
+
+    stats: Dict[str, Any] = {}
+    with threadpool_limits(1):
+        out, left = fast_results(_SHARED["cert"], _SHARED["plan"], items, position, measure, stats=stats)
+    return out, left, stats
+
+
+def fast_results_parallel(cert, plan, items, position: str, measure: bool, workers: int,
+                          on_done: Optional[Callable[[int], None]] = None, stats: Optional[Dict[str, Any]] = None):
+    """`fast_results` over ``workers`` forked processes (batches of `fastgraph.check.batch_size` examples
+    shared out; one process where fork is missing, for one worker, or for a single batch)."""
+    import multiprocessing as mp_
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from ..fastgraph.check import batch_size
+
+    stats = {} if stats is None else stats
+    size = min(batch_size(cert, max(len(x) for _, x, _ in items)), max(1, -(-len(items) // (2 * workers))))
+    if workers <= 1 or "fork" not in mp_.get_all_start_methods() or len(items) <= size:
+        return fast_results(cert, plan, items, position, measure, on_done, stats)
+    # the first batch here: it learns which passes decide (`plan.skip`), and the forked workers inherit that
+    out, left = fast_results(cert, plan, items[:size], position, measure, on_done, stats)
+    _SHARED.update(cert=cert, plan=plan)
+    try:
+        with ProcessPoolExecutor(workers, mp_context=mp_.get_context("fork")) as pool:
+            futs = [pool.submit(_fast_worker, items[k:k + size], position, measure)
+                    for k in range(size, len(items), size)]
+            for f in as_completed(futs):
+                o, lf, st = f.result()
+                out.update(o)
+                left.extend(lf)
+                for k, v in st.items():
+                    stats[k] = stats.get(k, 0) + v if not isinstance(v, bool) else v
+                if on_done is not None:
+                    on_done(len(o))
+    finally:
+        _SHARED.clear()
+    return out, sorted(left)
+
+
 def fast_results(cert, plan, items: Sequence[Tuple[int, Any, Any]], position: str, measure: bool,
                  on_done: Optional[Callable[[int], None]] = None, stats: Optional[Dict[str, Any]] = None
                  ) -> Tuple[Dict[int, tuple], List[int]]:

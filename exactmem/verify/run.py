@@ -237,7 +237,7 @@ def _judge_batch(batch, precisions):
     return [(i, judge(_PROG, x, lab, precisions, _BACKENDS)) for i, x, lab in batch]
 
 
-def _fast_first(model_json, ex: Examples, todo: list, measure: bool, bar, stats: Dict[str, Any]):
+def _fast_first(model_json, ex: Examples, todo: list, measure: bool, bar, stats: Dict[str, Any], workers: int = 1):
     """({row: result} decided by the fast engine's enclosures (`fastpath`), the rows left for the arb
     ladder): token inputs and [n, d] vectors; everything else (and a graph the engine does not run) stays."""
     from fractions import Fraction
@@ -255,7 +255,7 @@ def _fast_first(model_json, ex: Examples, todo: list, measure: bool, bar, stats:
     conv = (lambda i: [int(t) for t in ex.exact[i]]) if ex.kind == "tokens" else \
         (lambda i: [[Fraction(v) for v in row] for row in ex.exact[i]])
     items = [(i, conv(i), lab) for i, _, lab in todo]
-    done, left = fastpath.fast_results(cert, plan, items, cert.position, measure, bar.update, stats)
+    done, left = fastpath.fast_results_parallel(cert, plan, items, cert.position, measure, workers, bar.update, stats)
     keep = set(left)
     return done, [t for t in todo if t[0] in keep]
 
@@ -364,7 +364,7 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     with Progress(total=len(todo), desc="verify", unit="example", quiet=quiet) as bar:
         if fast is not None and todo:
             bar.stage("fast engine", f"verify: {len(todo)} distinct examples, fast engine enclosures first")
-            done, todo = _fast_first(model_json, ex, todo, measure == "bits", bar, fast)
+            done, todo = _fast_first(model_json, ex, todo, measure == "bits", bar, fast, workers)
             results.update(done)
         if todo:
             bar.stage("evaluate", f"verify: {len(todo)} distinct examples by the arb ladder, {workers} worker(s)")
