@@ -1,17 +1,18 @@
-"""Compiled (numba) elementwise kernels of the double-float balls: `dd.add`, `dd.mul`, `dd.exp_point`,
-`dd.recip`, `dd.rsqrt` fused into one pass over the elements (an untrusted accelerator).
+"""Compiled (numba) elementwise kernels of the double-float balls, bit for bit dd.py's (an accelerator).
 
+`dd.add`, `dd.mul`, `dd.recip`, `dd.rsqrt` and `dd.exp_point`, each fused into one pass over the elements.
 ``docs/certificate.md`` § The fast graph engine, *Double-float midpoints*.
 
 Each kernel performs, per element, exactly the IEEE-754 binary64 operations of the NumPy code in
 ``dd.py``, in the same order and on the same operands (a missing m2 is the 0.0 that ``dd.z`` adds; a
 missing radius skips the same `up` steps as ``dd.radd``), so its results are bit for bit those of
-NumPy and the proofs of ``dd.py`` apply unchanged. numba compiles without fastmath: no
+NumPy (a NaN's sign may differ: it only ever means undecided) and the proofs of ``dd.py`` apply unchanged. numba compiles without fastmath: no
 reassociation, no FMA contraction (Dekker's splitting needs every product rounded), no flush to
 zero; ``error_model="numpy"`` gives IEEE division (the callers never divide by 0). Tested:
 ``tests/test_ddjit.py`` (bit identity with the NumPy path, and no FMA instruction in any kernel).
 
-Operands are strided views of at most four dimensions after broadcasting (`views`); the module
+Operands are strided views of at most four dimensions after broadcasting (`views`); exp works on
+contiguous arrays a block at a time so that its loops vectorize (`exp_k`). The module
 imports nothing of exactmem (``dd`` loads it lazily), so its constants are its own, checked equal
 to ``dd``'s when it is loaded.
 """
