@@ -18,6 +18,7 @@ enclosure that stops being finite makes its examples undecided (the engine's fin
 
 from __future__ import annotations
 
+import os
 from fractions import Fraction
 from functools import lru_cache
 from math import ceil, factorial, log2
@@ -30,6 +31,28 @@ TWO52 = 2.0 ** -52
 SPLITTER = 134217729.0  # 2^27 + 1
 TINY = 2.0 ** -900  # products below this go to the radius (Dekker's product needs e_a + e_b >= -970)
 HUGE = 2.0 ** 995  # factors above this: the splitting could overflow (undecided)
+
+#: the compiled kernels of `ddjit` (numba) for add, mul, recip, rsqrt, exp_point: the same operations per
+#: element, bit for bit the NumPy results; off without numba or with EXACTMEM_NO_JIT=1 (or EXACTMEM_NO_NUMBA=1)
+JIT = all(os.environ.get(v, "").strip() in ("", "0") for v in ("EXACTMEM_NO_JIT", "EXACTMEM_NO_NUMBA"))
+JIT_MIN = 64  # fewer elements: the NumPy path (the compiled call's set-up costs more)
+_ddjit = None
+
+
+def _jit():
+    """The `ddjit` module when `JIT` is on and numba imports (its constants checked against these), else None."""
+    global _ddjit, JIT
+    if not JIT:
+        return None
+    if _ddjit is None:
+        try:
+            from . import ddjit
+        except Exception:  # numba missing or broken: the NumPy path
+            JIT = False
+            return None
+        assert (ddjit.SPLITTER, ddjit.TINY, ddjit.HUGE, ddjit.ETA, ddjit.TWO52) == (SPLITTER, TINY, HUGE, ETA, TWO52)
+        _ddjit = ddjit
+    return _ddjit
 
 
 class DT:
@@ -100,6 +123,13 @@ def radd(*rs):
 
 def add(x: DT, y: DT, neg=False) -> DT:
     """x ± y: TwoSum of the heads, the tails added (two roundings, bounded), renormalised."""
+    j = _jit()
+    out = None if j is None else j.add_arrays(x.m1, x.m2, x.r, y.m1, y.m2, y.r, neg, JIT_MIN)
+    return _add_np(x, y, neg) if out is None else DT(*out, x.b or y.b)
+
+
+def _add_np(x: DT, y: DT, neg=False) -> DT:
+    """`add` in NumPy (the reference of `ddjit`)."""
     y1, y2 = (-y.m1, None if y.m2 is None else -y.m2) if neg else (y.m1, y.m2)
     s, e = two_sum(x.m1, y1)
     t = e + z(x.m2)
@@ -111,6 +141,13 @@ def add(x: DT, y: DT, neg=False) -> DT:
 def mul(x: DT, y: DT) -> DT:
     """x·y: TwoProduct of the heads, the cross terms in floats (bounded), |x2·y2| into the radius; the
     ball rule |xy − m_x m_y| <= |m_x| r_y + r_x |m_y| + r_x r_y for the inputs' radii."""
+    j = _jit()
+    out = None if j is None else j.mul_arrays(x.m1, x.m2, x.r, y.m1, y.m2, y.r, JIT_MIN)
+    return _mul_np(x, y) if out is None else DT(*out, x.b or y.b)
+
+
+def _mul_np(x: DT, y: DT) -> DT:
+    """`mul` in NumPy."""
     p, e, g = two_prod(x.m1, y.m1)
     a = x.m1 * z(y.m2)
     c = z(x.m2) * y.m1
@@ -277,6 +314,13 @@ def recip(y: DT, bad):
     """1/y for y of one sign: z = fl(1/m1), ρ = 1 − y·z as a ball (every y of the input), and
     1/y = z/(1 − ρ) = z(1 + ρ) + zρ²/(1 − ρ), the last term at most 2|z|ρmax² for ρmax = |ρ̂| + r_ρ <= 1/2
     (else undecided: ``bad`` marks those elements)."""
+    j = _jit()
+    out = None if j is None else j.quot_arrays(y.m1, y.m2, y.r, bad, False, JIT_MIN)
+    return _recip_np(y, bad) if out is None else DT(*out, y.b)
+
+
+def _recip_np(y: DT, bad):
+    """`recip` in NumPy."""
     zz = 1.0 / np.where(y.m1 == 0, 1.0, y.m1)
     Z = DT(zz, None, None, y.b)
     rho = add(point(1.0), mul(y, Z), neg=True)
@@ -291,6 +335,13 @@ def rsqrt(v: DT, bad):
     """v^(−1/2) for v > 0: z = fl(1/fl(√m1)) (any float), ρ = 1 − v z² as a ball, and
     v^(−1/2) = z(1 − ρ)^(−1/2) = z(1 + ρ/2) + T, |T| <= |z|ρmax²/2 for ρmax <= 1/10 (Taylor with the
     remainder (3/8)ρ²(1 − θρ)^(−5/2) <= ρ²/2); else undecided."""
+    j = _jit()
+    out = None if j is None else j.quot_arrays(v.m1, v.m2, v.r, bad, True, JIT_MIN)
+    return _rsqrt_np(v, bad) if out is None else DT(*out, v.b)
+
+
+def _rsqrt_np(v: DT, bad):
+    """`rsqrt` in NumPy."""
     zz = 1.0 / np.sqrt(np.where(v.m1 > 0, v.m1, 1.0))
     Z = DT(zz, None, None, v.b)
     rho = add(point(1.0), mul(v, mul(Z, Z)), neg=True)
@@ -369,6 +420,26 @@ def exp_point(x: DT, bad):
     j = rint(256 r1), s = r − j/256 (|s| <= 1/512 + 2^-40); e^s by Horner's rule on Σ_{i<=9} s^i/i! in
     ball arithmetic (the coefficients' and every rounding's error kept), + the Taylor remainder;
     e^x = 2^k · e^(j/256) · e^s, the table entry an enclosure (`_table`)."""
+    j = _jit()
+    out = None if j is None else j.exp_arrays(x.m1, x.m2, *_exp_args(), bad, JIT_MIN)
+    return _exp_point_np(x, bad) if out is None else DT(*out, x.b)
+
+
+@lru_cache(maxsize=None)
+def _exp_args():
+    """`exp_point`'s constants, coefficients and table as `ddjit.exp_arrays` takes them."""
+    L1, L2, L3, LM = _ln2_parts()
+    cs, rem = _coefs()
+    tm1, _, _ = _table()
+    consts = (L1, L2, L3, LM, rem, 1.0 / (2 * TABLE) + 2.0 ** -40, float(TABLE), float((len(tm1) - 1) // 2))
+    coefs = (np.array([float(c.m1) for c in cs]), np.array([float(c.m2) for c in cs]),
+             np.array([0.0 if c.r is None else float(c.r) for c in cs]), np.array([c.r is not None for c in cs]))
+    assert all(c.m2 is not None for c in cs)  # the kernel takes every coefficient's m2 as present
+    return consts, coefs, _table()
+
+
+def _exp_point_np(x: DT, bad):
+    """`exp_point` in NumPy."""
     L1, L2, L3, LM = _ln2_parts()
     x1 = x.m1
     ok = (x1 >= -700.0) & (x1 <= 709.0)
