@@ -123,3 +123,26 @@ def test_a_bar_on_a_terminal_and_the_same_stdout(tmp_path, capsys, monkeypatch):
     fake2 = FakeTTY()
     monkeypatch.setattr(sys, "stderr", fake2)
     assert command.main(["check", cert, "--quiet"]) == 0 and fake2.getvalue() == ""
+
+
+def test_the_fast_graph_engine_reports_progress_after_each_batch(monkeypatch):
+    """A graph check reports examples done after each batch of the engine, not only at the end of a block of
+    256: six examples in batches of two give 2, 4, 6 (then the block's 6), and the verdict is unchanged."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_fastgraph import _gpt2_doc
+
+    from exactmem.fastgraph import check as fc
+    from exactmem.kernel.checker import parse_certificate, precision_cap
+    from exactmem.kernel.limits import Budget, Limits
+
+    d = _gpt2_doc()
+    cert = parse_certificate(d, Budget())
+    monkeypatch.setattr(fc, "batch_size", lambda cert, n: 2)
+    seen = []
+    v = fc.check_graph_examples(cert, 0, 6, precision_cap(cert, None, Limits()), Budget(),
+                                progress=lambda k, n: seen.append((k, n)))
+    assert v.status == "CERTIFIED", v.message
+    assert seen == [(2, 6), (4, 6), (6, 6), (6, 6)]

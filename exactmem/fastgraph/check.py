@@ -50,15 +50,16 @@ def batch_size(cert: ParsedCertificate, n: int) -> int:
     return max(1, min(BLOCK, BATCH_ELEMENTS // max(1, n * max(wide, n) * 4)))
 
 
-def fast_block(cert: ParsedCertificate, plan: Plan, block, budget: Budget, stats: Dict[str, int]):
+def fast_block(cert: ParsedCertificate, plan: Plan, block, budget: Budget, stats: Dict[str, int], on_batch=None):
     """{example: (status, witness)} for the examples of ``block`` the enclosures decide ('pass': the
     claim holds; 'fail': refuted, witness). LimitExceeded for time passes through; anything else the
-    engine meets leaves that batch to the kernel."""
+    engine meets leaves that batch to the kernel. ``on_batch(k)``: after each batch, k examples of the
+    block evaluated so far (progress only)."""
     todo = [e for e in block if cert.outputs[e] != "unknown"]
     by_len: Dict[int, list] = {}
     for e in todo:
         by_len.setdefault(len(cert.inputs[e]), []).append(e)
-    res = {}
+    res, seen = {}, len(block) - len(todo)  # unknown claims need no evaluation
     for n, es in by_len.items():
         size = batch_size(cert, n)
         for k in range(0, len(es), size):
@@ -72,6 +73,9 @@ def fast_block(cert: ParsedCertificate, plan: Plan, block, budget: Budget, stats
                 if level != len(plan.G.nodes) and len(left) > (1 - SKIP_LEVEL) * len(todo):
                     plan.skip.add(level)  # this level decides (almost) nothing on this network: later batches skip it
                 todo = left
+            if on_batch is not None:
+                seen += len(es[k:k + size])
+                on_batch(seen)
     return res
 
 
@@ -135,7 +139,8 @@ def _claims_text(cert: ParsedCertificate) -> str:
 def check_graph_examples(cert: ParsedCertificate, lo: int, hi: int, cap: int, budget: Budget, progress=None,
                          facts=None, stats: Optional[Dict[str, int]] = None) -> Verdict:
     """`checker.check_examples` for examples lo..hi−1 of a graph model, through the fast engine (see the
-    module docstring). ``progress(examples done, examples)`` after each block; ``stats`` collects counts."""
+    module docstring). ``progress(examples done, examples)`` after each batch of the engine and each
+    block; ``stats`` collects counts."""
     stats = {} if stats is None else stats
     try:
         plan = plan_for(cert)
@@ -148,7 +153,8 @@ def check_graph_examples(cert: ParsedCertificate, lo: int, hi: int, cap: int, bu
     for b0 in range(lo, hi, BLOCK):
         block = range(b0, min(hi, b0 + BLOCK))
         try:
-            res = fast_block(cert, plan, block, budget, stats)
+            res = fast_block(cert, plan, block, budget, stats, None if progress is None else
+                             (lambda k, b0=b0: progress(b0 - lo + k, n)))
         except LimitExceeded as x:
             return _stopped(cert, str(x), b0 - lo, n, lo)
         for e in block:
