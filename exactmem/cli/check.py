@@ -78,7 +78,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     add_cluster_arguments(ap)
     ap.add_argument("--shards", type=int, default=None, metavar="K",
                     help="example shards of a version-1 certificate with --workers/--scheduler (default: 4 per worker "
-                         "for the pure kernel; shards of 12,500 examples or more for --engine fast)")
+                         "for the pure kernel; shards of 12,500 examples or more for --engine fast; a graph model: "
+                         "shards of at most 256 examples, 4 per worker at least)")
     ap.add_argument("--max-value-bits", default=None, metavar="N",
                     help=f"most bits of an intermediate value or softmax2 score spread (default {d.max_value_bits:,})")
     ap.add_argument("--max-elements", default=None, metavar="N",

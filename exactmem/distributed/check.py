@@ -45,6 +45,9 @@ from .cluster import abandon, dask_client, dask_timeout, worker_count
 
 _PARSED: dict = {}  # per worker process: the certificate parsed for its shards, by hash
 SHARD_EXAMPLES = 12_500  # default shard size of the fast engine (the pure kernel: 4 shards per worker)
+# a graph model's shards, either engine: at most this many examples and about 4 per worker at least (an
+# example costs ~0.1-1 s there, a shard nothing much: small shards share the work and a lost worker re-runs little)
+GRAPH_SHARD_EXAMPLES = 256
 PROGRESS_TOPIC = "exactmem-check-progress"  # Dask event topic of the per-worker progress
 REPORT_NS = 10 ** 9  # a worker reports at most once a second
 NS = 10 ** 9
@@ -110,9 +113,11 @@ def check_shard(data: bytes, name: str, digest: str, lo: int, hi: int, cap: int,
 
 def _shard_verdict(data: bytes, name: str, digest: str, lo: int, hi: int, cap: int, budget: Budget, engine: str,
                    chunks: Optional[List[int]], chunk_data: Optional[List[bytes]], report: Optional[str]) -> tuple:
-    """(verdict, facts) of one shard: the kernel's (or the accelerator's) verdict and the exported
+    """(verdict, facts, stats) of one shard: the kernel's (or the accelerator's) verdict, the exported
     `DataFacts` of the rows it saw (their input digests and labels, for the caller's count
-    of distinct examples); the certificate is parsed once per worker process and kept."""
+    of distinct examples) and, for a graph model on the fast engine, how its examples were decided
+    (``fastgraph.check`` counts: the caller's note); the certificate is parsed once per worker
+    process and kept."""
     progress = LayerReporter(report, lo, hi, "layers" if engine == "fast" else "shard")
     progress(0, 1)
     if _PARSED.get("digest") != digest:
@@ -122,9 +127,16 @@ def _shard_verdict(data: bytes, name: str, digest: str, lo: int, hi: int, cap: i
             raise MalformedCertificate(f"{name}: the bytes a worker received are not the certificate being checked")
         _PARSED.update(digest=digest, cert=parse_certificate(doc, budget))
     cert = _PARSED["cert"]
+    if engine == "fast" and cert.graph is not None:
+        progress.unit = "examples"  # the graph engine reports examples done, not layers
     if chunks is not None:
         cert, lo, hi = merged_chunks(cert, chunks, chunk_data, budget), 0, hi - lo
     facts = new_facts(cert)
+    if engine == "fast" and cert.graph is not None:
+        from ..fastgraph.check import check_graph_examples
+
+        stats: dict = {}
+        return check_graph_examples(cert, lo, hi, cap, budget, progress, facts, stats), facts.export(), stats
     if engine == "fast":
         return check_examples_fast(cert, lo, hi, cap, budget, progress, facts), facts.export()
     v = check_examples(cert, range(lo, hi), cap, budget, facts)
@@ -162,7 +174,7 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
     n = _rows(cert)
     if refuted or not n:
         return refuted or conclude(cert, check_examples(cert, range(0), cap, budget), new_facts(cert), budget)
-    eng = "fast" if engine in ("auto", "fast") and fast_supported(cert) else "pure"
+    eng = engine_for(cert, engine)
     read_chunk = chunk_reader(os.path.dirname(os.path.abspath(path)), limits)
     with _dask_logs_silenced(), dask_client(workers, scheduler, client, until_ns) as c, \
             worker_progress(c, on_workers) as report:
@@ -175,7 +187,32 @@ def check_sharded(path: str, *, workers: Optional[int] = 2, scheduler: Optional[
         run.wait()
         unit = f"{len(cert.chunks)} chunks in " if cert.chunks else ""
         where = f"{unit}{len(plan)} shards on {nw} worker{'s' if nw > 1 else ''}, {eng} engine"
-    return with_facts(cert, run.verdict(cert, where), run.facts, budget)
+        if cert.graph is not None and eng == "fast":
+            where += graph_counts(run.stats)
+        v = run.verdict(cert, where)
+    if v.status == "CERTIFIED" and cert.graph is not None and eng == "fast":
+        v.message = v.message.replace(f"(exact; {where})", f"({where})")  # enclosures decided: not exact arithmetic
+    return with_facts(cert, v, run.facts, budget)
+
+
+def graph_counts(stats: Dict[int, dict]) -> str:
+    """How the fast graph engine's shards decided their examples (their ``check_graph_examples``
+    counts, summed), as one process says it: ``: a by float64 enclosures, b by double-float
+    enclosures, c by the kernel's ladder``; nothing if no shard reported counts."""
+    if not any("fast" in s or "pure" in s for s in stats.values()):
+        return ""
+    total = lambda k: sum(s.get(k, 0) for s in stats.values())  # noqa: E731
+    return (f": {total('fast') - total('precise')} by float64 enclosures, {total('precise')} by double-float "
+            f"enclosures, {total('pure')} by the kernel's ladder")
+
+
+def engine_for(cert, engine: str) -> str:
+    """The engine the shards use: ``fast`` for a layer model the accelerator evaluates (``auto`` or
+    ``fast``) and for a graph model asked ``fast`` (the float64 engine, ``exactmem/fastgraph``; as
+    in one process, ``auto`` keeps the kernel for graphs: ``cli.check.auto_engine``); else ``pure``."""
+    if cert.graph is not None:
+        return "fast" if engine == "fast" else "pure"
+    return "fast" if engine in ("auto", "fast") and fast_supported(cert) else "pure"
 
 
 def with_facts(cert, v: Verdict, parts: Dict[int, tuple], budget: Budget) -> Verdict:
@@ -233,7 +270,15 @@ class _Shard:
 
 def _plan(cert, n: int, nw: int, shards: Optional[int], eng: str) -> List[_Shard]:
     """The shards of a check: contiguous example ranges (version 1) or groups of consecutive
-    chunks (version 2); the fast engine pays a cost per layer and shard, so it gets few, large ones."""
+    chunks (version 2); the fast engine pays a cost per layer and shard, so it gets few, large ones.
+    A graph model costs per example (either engine): shards of at most GRAPH_SHARD_EXAMPLES
+    examples, 4 per worker at least (v2: consecutive chunks grouped up to that size)."""
+    if cert.graph is not None:
+        size = max(1, min(GRAPH_SHARD_EXAMPLES, -(-n // (4 * nw))))
+        if cert.chunks is None:
+            return [_Shard(lo, hi) for lo, hi in shard_ranges(n, shards or -(-n // size))]
+        return [_Shard(cert.chunks[g[0]][3], cert.chunks[g[-1]][3] + cert.chunks[g[-1]][2], g)
+                for g in chunk_groups(cert, size)]
     if cert.chunks is None:
         k = shards or (max(nw, -(-n // SHARD_EXAMPLES)) if eng == "fast" else 4 * nw)
         return [_Shard(lo, hi) for lo, hi in shard_ranges(n, k)]
@@ -269,6 +314,7 @@ class _Run:
         self.c, self.data, self.task, self.read_chunk, self.until_ns = client, data, task, read_chunk, until_ns
         self.report, self.on_shard, self.total = report, on_shard, total
         self.facts: Dict[int, tuple] = {}  # first example of a finished shard -> its exported DataFacts
+        self.stats: Dict[int, dict] = {}  # first example of a finished shard -> its fast graph engine's counts
         self.window = window
         self.queue: List[_Shard] = []  # shards not submitted yet, the next one last
         self.blob = None
@@ -367,6 +413,8 @@ class _Run:
                 outcome = result[2]
                 if len(result) > 3:  # the shard's data facts (distinct inputs and their labels)
                     self.facts[shard.lo] = result[3]
+                if len(result) > 4 and isinstance(result[4], dict):
+                    self.stats[shard.lo] = result[4]
             except Exception as e:  # noqa: BLE001 — e.g. a result that cannot be unpickled
                 outcome = ("error", type(e).__name__, str(e)[:SHORT_MESSAGE])
             self._record(shard, outcome)
@@ -505,15 +553,16 @@ def worker_progress(client, on_workers: Optional[Callable[[Dict[str, dict]], Non
 
 def worker_status(state: Dict[str, dict]) -> str:
     """One line for the per-worker progress, e.g. ``worker 0: examples 0-49999, layer 1200/4614;
-    worker 1: ...`` (pure-kernel shards show only which shard runs)."""
+    worker 1: ...`` (a graph model's fast shards: ``example 256/512``; pure-kernel shards show only
+    which shard runs)."""
     parts = []
     for name in sorted(state, key=lambda w: (len(w), w)):
         m = state[name]
         where = f"worker {name.split('://')[-1]}: examples {m['lo']}-{m['hi'] - 1}"
         if m["done"] >= m["total"]:
             where += ", done"
-        elif m["unit"] == "layers" and m["done"]:
-            where += f", layer {m['done']}/{m['total']}"
+        elif m["unit"] in ("layers", "examples") and m["done"]:
+            where += f", {m['unit'][:-1]} {m['done']}/{m['total']}"
         else:
             where += ", started"
         parts.append(where)
