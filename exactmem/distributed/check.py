@@ -207,11 +207,11 @@ def graph_counts(stats: Dict[int, dict]) -> str:
 
 
 def engine_for(cert, engine: str) -> str:
-    """The engine the shards use: ``fast`` for a layer model the accelerator evaluates (``auto`` or
-    ``fast``) and for a graph model asked ``fast`` (the float64 engine, ``exactmem/fastgraph``; as
-    in one process, ``auto`` keeps the kernel for graphs: ``cli.check.auto_engine``); else ``pure``."""
+    """The engine the shards use: ``fast`` for a layer model the accelerator evaluates and for a graph
+    model (the fast graph engine, ``exactmem/fastgraph``: its undecided examples go to the kernel; as in
+    one process, ``cli.check.auto_engine``), when ``auto`` or ``fast`` is asked; else ``pure``."""
     if cert.graph is not None:
-        return "fast" if engine == "fast" else "pure"
+        return "fast" if engine in ("auto", "fast") else "pure"
     return "fast" if engine in ("auto", "fast") and fast_supported(cert) else "pure"
 
 
