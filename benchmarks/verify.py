@@ -7,7 +7,8 @@ prints verify / float and the kernel's pure check of 50 examples (the table of d
 ``--size 1m`` (issue 39): 4 layers, width 128, 4 heads, context 64, vocabulary 512 (~0.9 M parameters),
 ``--position all`` (64 predictions per sequence); prints in one run: verify / float, ``check --engine
 fast`` / float (the fast engine's own share: examples it decided and its seconds; the rest goes to the
-kernel's ladder), the pure kernel's seconds per example on ``--check`` examples, and peak memory
+kernel's ladder), the pure kernel's seconds per example on ``--check`` randomly sampled examples (the
+kernel confirms a sample of the large run), and peak memory
 (``resource.getrusage``: this process, which runs verify, and the check subprocesses).
 
     python benchmarks/verify.py [--size small|1m] [--N 1000] [--steps S] [--workers 2] [--check K]
@@ -72,13 +73,15 @@ def train(a, s):
     return m, X, y
 
 
-def subset(doc, k, path):
-    """The first k examples of a version-1 verify certificate, its claims recounted and re-hashed."""
+def subset(doc, rows, path):
+    """The examples ``rows`` of a version-1 verify certificate, its claims recounted and re-hashed."""
     from exactmem.kernel.schema import canonical_hash
 
     sub = dict(doc)
-    sub["dataset"] = {"inputs": doc["dataset"]["inputs"][:k], "labels": doc["dataset"]["labels"][:k]}
-    sub["outputs"] = doc["outputs"][:k]
+    pick = lambda xs: [xs[i] for i in rows]  # noqa: E731
+    sub["dataset"] = {"inputs": pick(doc["dataset"]["inputs"]), "labels": pick(doc["dataset"]["labels"])}
+    sub["outputs"] = pick(doc["outputs"])
+    k = len(rows)
     seen = {}
     for x, v in zip(sub["dataset"]["inputs"], sub["outputs"]):
         seen.setdefault(json.dumps(x), v)
@@ -178,10 +181,11 @@ def main():
         rows.append(("fast check", t_fast))
     if a.check:
         k = min(a.check, a.N)
-        p = subset(doc, k, os.path.join(out, f"gpt2-first{k}.verify.json"))
+        rows = sorted(np.random.default_rng(1).choice(a.N, k, replace=False).tolist())  # a random sample
+        p = subset(doc, rows, os.path.join(out, f"gpt2-sample{k}.verify.json"))
         t_check, code, first, _ = run_check(p, "pure", a.time_limit)
-        print(f"pure kernel check of {k} examples: exit {code} in {t_check:.1f} s ({t_check / k:.1f} s per example): "
-              f"{first[:200]}")
+        print(f"pure kernel check of {k} random examples (rows {rows[:10]}{' ...' if k > 10 else ''}): exit {code} in "
+              f"{t_check:.1f} s ({t_check / k:.1f} s per example): {first[:200]}")
     rss_child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"peak memory: {rss_self:.0f} MB (this process: training, verify), {rss_child:.0f} MB (largest check "
           "subprocess)")

@@ -135,3 +135,40 @@ def test_two_workers_give_the_single_process_results():
     st = {}
     two, left2 = fastpath.fast_results_parallel(cert, plan, items, "last", True, 2, stats=st)
     assert one == two and left1 == left2 == [] and st.get("float64", 0) + st.get("double-float", 0) == len(xs)
+
+
+def test_verify_on_a_dask_scheduler_equals_one_process(tmp_path):
+    """``verify --scheduler``: the fast engine's batches on a Dask cluster's workers give the verdicts and
+    code lengths of one process, and the kernel certifies the certificate."""
+    pytest.importorskip("distributed")
+    from exactmem.distributed.cluster import dask_client
+    from exactmem.verify.run import verify
+
+    mp, W = lookup_model(scale=4.0)
+    X, y = _lookup_data(N=40, seed=3)
+    y[::2] = np.argmax(W, axis=1)[X[::2]]  # half the examples pass, half fail
+    one = verify(mp, X, y, position="all", measure="bits")
+    with dask_client(workers=2) as c:
+        addr = c.scheduler.address
+        dist = verify(mp, X, y, position="all", measure="bits", scheduler=addr, out=str(tmp_path))
+    assert dist.verdicts == one.verdicts and dist.by_engine == one.by_engine and dist.by_engine["arb ladder"] == 0
+    assert dist.memorized["codelength_bits"] == one.memorized["codelength_bits"]
+    assert "pass" in dist.verdicts and "fail" in dist.verdicts
+    assert check_certificate(json.load(open(dist.certificate))).status == "CERTIFIED"
+
+
+def test_verify_with_an_unreachable_scheduler_is_one_line(monkeypatch, tmp_path):
+    pytest.importorskip("distributed")
+    import subprocess
+
+    mp, W = lookup_model(scale=4.0)
+    X, y = _lookup_data(N=3)
+    onnx.save(mp, str(tmp_path / "m.onnx"))
+    np.savez(tmp_path / "d.npz", inputs=X, labels=y)
+    env = {**__import__("os").environ, "EXACTMEM_SCHEDULER_TIMEOUT": "2"}
+    r = subprocess.run([sys.executable, "-m", "exactmem", "verify", str(tmp_path / "m.onnx"), "--data",
+                        str(tmp_path / "d.npz"), "--position", "all", "--scheduler", "tcp://127.0.0.1:9", "--out",
+                        str(tmp_path)], capture_output=True, text=True, timeout=300, env=env,
+                       cwd=str(Path(__file__).resolve().parents[1]))
+    assert r.returncode == 3 and r.stderr.startswith("exactmem: error: cannot reach the Dask scheduler"), r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -148,7 +148,8 @@ def _cmd_verify(args) -> int:
     try:
         res = verify(args.model, data=args.data, position=args.position, decode=args.decode, out=args.out,
                      workers=args.workers, quiet=args.quiet or args.json, max_precision=args.max_precision,
-                     measure=args.measure, source_bits=args.source_bits, engine=args.engine)
+                     measure=args.measure, source_bits=args.source_bits, engine=args.engine,
+                     scheduler=args.scheduler)
     except (VerifyInputError, OSError) as e:
         if args.debug:
             raise
@@ -365,6 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--out", default="certificates", help="directory for the certificate (default: certificates)")
     v.add_argument("--workers", type=int, default=1, help="evaluate examples in N processes (default 1)")
     v.add_argument("--max-precision", type=int, default=4096, help="top of the ball precision ladder in bits")
+    v.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="a Dask scheduler (tcp://host:8786): the fast engine's batches run on its workers")
     v.add_argument("--engine", choices=("auto", "arb"), default="auto",
                    help="auto: the fast graph engine's enclosures first, the arb ladder for what they leave "
                         "undecided; arb: the arb ladder for every example")

@@ -36,6 +36,9 @@ def engine_for(model_json: Dict[str, Any], first_input, first_label, position: s
         from .certificate import build
     except ImportError:
         return None
+    jsonable = lambda v: [jsonable(u) for u in v] if isinstance(v, (list, tuple)) else \
+        f"{v.numerator}/{v.denominator}" if isinstance(v, Fraction) else v  # noqa: E731
+    first_input, first_label = jsonable(first_input), np.asarray(first_label).tolist()
     doc = build(model_json, [first_input], [first_label], ["unknown"], {"pass": 0, "fail": 0, "rows": 1,
                                                                          "distinct": 1}, "fastpath")
     try:
@@ -141,6 +144,56 @@ def fast_results_parallel(cert, plan, items, position: str, measure: bool, worke
                     on_done(len(o))
     finally:
         _SHARED.clear()
+    return out, sorted(left)
+
+
+_WORKER_PLANS: Dict[str, Any] = {}  # in a Dask worker: the parsed graph and plan of the model being verified
+
+
+def _dask_batch(model_bytes: bytes, digest: str, items, position: str, measure: bool):
+    """Dask task: `fast_results` on ``items`` in a worker, the model parsed once per worker process."""
+    import json
+
+    if digest not in _WORKER_PLANS:
+        _WORKER_PLANS.clear()
+        _WORKER_PLANS[digest] = engine_for(json.loads(model_bytes), items[0][1], items[0][2], position)
+    got, stats = _WORKER_PLANS[digest], {}
+    if got is None:
+        return {}, [row for row, _, _ in items], {"unsupported": True}
+    out, left = fast_results(got[0], got[1], items, position, measure, stats=stats)
+    return out, left, stats
+
+
+def fast_results_dask(model_json: Dict[str, Any], items, position: str, measure: bool, scheduler: str,
+                      batch: int, on_done: Optional[Callable[[int], None]] = None,
+                      stats: Optional[Dict[str, Any]] = None):
+    """`fast_results` as Dask tasks of ``batch`` examples on the cluster at ``scheduler`` (the model sent
+    once to every worker; a task whose worker is lost is re-run, twice at most, by Dask). Raises
+    `distributed.ClusterError` when the scheduler cannot be reached."""
+    import hashlib
+    import json
+
+    from distributed import as_completed
+
+    from ..distributed.cluster import dask_client
+
+    stats = {} if stats is None else stats
+    data = json.dumps(model_json, separators=(",", ":")).encode()
+    digest = hashlib.sha256(data).hexdigest()
+    out: Dict[int, tuple] = {}
+    left: List[int] = []
+    with dask_client(None, scheduler) as c:
+        ref = c.scatter(data, broadcast=True)
+        futs = [c.submit(_dask_batch, ref, digest, items[k:k + batch], position, measure, pure=False, retries=2)
+                for k in range(0, len(items), batch)]
+        for f in as_completed(futs):
+            o, lf, st = f.result()
+            out.update(o)
+            left.extend(lf)
+            for k, v in st.items():
+                stats[k] = stats.get(k, 0) + v if not isinstance(v, bool) else v
+            if on_done is not None:
+                on_done(len(o))
     return out, sorted(left)
 
 

@@ -237,7 +237,8 @@ def _judge_batch(batch, precisions):
     return [(i, judge(_PROG, x, lab, precisions, _BACKENDS)) for i, x, lab in batch]
 
 
-def _fast_first(model_json, ex: Examples, todo: list, measure: bool, bar, stats: Dict[str, Any], workers: int = 1):
+def _fast_first(model_json, ex: Examples, todo: list, measure: bool, bar, stats: Dict[str, Any], workers: int = 1,
+                scheduler: Optional[str] = None):
     """({row: result} decided by the fast engine's enclosures (`fastpath`), the rows left for the arb
     ladder): token inputs and [n, d] vectors; everything else (and a graph the engine does not run) stays."""
     from fractions import Fraction
@@ -246,14 +247,25 @@ def _fast_first(model_json, ex: Examples, todo: list, measure: bool, bar, stats:
 
     if ex.kind not in ("tokens", "vectors") or (ex.kind == "vectors" and np.ndim(ex.exact[0]) != 2):
         return {}, todo
+    conv = (lambda i: [int(t) for t in ex.exact[i]]) if ex.kind == "tokens" else \
+        (lambda i: [[Fraction(v) for v in row] for row in ex.exact[i]])
+    if scheduler:  # the engine's batches on the cluster; what they leave, here
+        from ..distributed.cluster import ClusterError
+
+        items = [(i, conv(i), lab) for i, _, lab in todo]
+        try:
+            done, left = fastpath.fast_results_dask(model_json, items, "all" if ex.position == "all" else "last",
+                                                    measure, scheduler, 16, bar.update, stats)
+        except ClusterError as e:
+            raise VerifyInputError(str(e)) from None
+        keep = set(left)
+        return done, [t for t in todo if t[0] in keep]
     i0 = todo[0][0]
     got = fastpath.engine_for(model_json, ex.input_json(i0), ex.label_json(i0), ex.position)
     if got is None:
         stats["unsupported"] = True
         return {}, todo
     cert, plan = got
-    conv = (lambda i: [int(t) for t in ex.exact[i]]) if ex.kind == "tokens" else \
-        (lambda i: [[Fraction(v) for v in row] for row in ex.exact[i]])
     items = [(i, conv(i), lab) for i, _, lab in todo]
     done, left = fastpath.fast_results_parallel(cert, plan, items, cert.position, measure, workers, bar.update, stats)
     keep = set(left)
@@ -268,7 +280,8 @@ def _ladder(max_precision: int):
 def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, position="last",
            decode: str = "argmax", out: Optional[str] = None, workers: int = 1, quiet: bool = True,
            max_precision: int = 4096, float_count: bool = True, name: Optional[str] = None, forward=None,
-           output=None, measure: Optional[str] = None, source_bits=None, engine: str = "auto") -> VerifyResult:
+           output=None, measure: Optional[str] = None, source_bits=None, engine: str = "auto",
+           scheduler: Optional[str] = None) -> VerifyResult:
     """Certify, example by example, what ``model`` memorizes (see the module docstring).
 
     ``model``: an ONNX path, a ``ModelProto`` or a ``torch.nn.Module``. ``inputs``: N×n token ids
@@ -282,7 +295,9 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     for the labels and the bits it memorized (`exactmem.verify.codelength`; ``source_bits``: the
     labels' entropy in bits, a number or rational text; by default ``predictions · log₂ C``).
     ``engine``: ``"auto"`` (the fast graph engine's enclosures first, `fastpath`; the arb ladder for
-    what they leave undecided) or ``"arb"`` (the arb ladder for every example).
+    what they leave undecided) or ``"arb"`` (the arb ladder for every example). ``scheduler``: a Dask
+    scheduler's address; the fast engine's batches run on its workers (``workers`` processes here
+    run the arb ladder for what they leave).
     Raises `VerifyInputError` (one line) on bad input."""
     from ..progress import Progress
 
@@ -295,6 +310,13 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
         raise VerifyInputError("--max-precision must be at least 64 bits")
     if engine not in ("auto", "arb"):
         raise VerifyInputError(f"--engine must be auto or arb, not {engine!r}")
+    if scheduler:  # said before the model is read and lowered, not minutes later
+        from ..distributed.cluster import ClusterError, connect
+
+        try:
+            connect(scheduler).close()
+        except ClusterError as e:
+            raise VerifyInputError(str(e)) from None
     if measure not in (None, "bits"):
         raise VerifyInputError(f"--measure must be bits, not {measure!r}")
     if source_bits is not None:
@@ -364,7 +386,7 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
     with Progress(total=len(todo), desc="verify", unit="example", quiet=quiet) as bar:
         if fast is not None and todo:
             bar.stage("fast engine", f"verify: {len(todo)} distinct examples, fast engine enclosures first")
-            done, todo = _fast_first(model_json, ex, todo, measure == "bits", bar, fast, workers)
+            done, todo = _fast_first(model_json, ex, todo, measure == "bits", bar, fast, workers, scheduler)
             results.update(done)
         if todo:
             bar.stage("evaluate", f"verify: {len(todo)} distinct examples by the arb ladder, {workers} worker(s)")
