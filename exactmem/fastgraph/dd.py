@@ -234,6 +234,22 @@ def _key(B):
     return (id(root), B.shape, B.strides, B.__array_interface__["data"][0]), root
 
 
+def _matmul_sum_np(s, prods, extra):
+    """`matmul`'s exact slice products (the first ``s``, the others from the iterator ``prods``) summed by
+    TwoSum into s + c, then the float products ``extra`` added to c: (m1, m2, acc) with m1 + m2 = s + c
+    renormalised and acc = fl(Σ|c|) over every value c took (it bounds the roundings of c)."""
+    c, acc = None, None
+    for P in prods:
+        s, e = two_sum(s, P)
+        c = e if c is None else c + e
+        acc = np.abs(c) if acc is None else acc + np.abs(c)
+    for f in extra:
+        c = f if c is None else c + f
+        acc = np.abs(c) if acc is None else acc + np.abs(c)
+    m1, m2 = (s, None) if c is None else renorm(s, c)
+    return m1, m2, acc
+
+
 def matmul(A: DT, B: DT, L: int = 5, n: int = 5, cache=None):
     """A @ B (matrices in the last two axes, numpy broadcasting) with double-float midpoints:
     A1 @ B1 by exact slice products S^A_i @ S^B_j for i + j < L (each computed exactly by BLAS in any
@@ -253,29 +269,18 @@ def matmul(A: DT, B: DT, L: int = 5, n: int = 5, cache=None):
     else:
         SB, RB, eB, bigB = slices(B.m1, -2, beta, n)
         nzB, anyRB, aB1 = [bool(np.any(s)) for s in SB], bool(np.any(RB)), np.abs(B.m1)
-    s, c, acc = None, None, None
-    for tot in range(L):
-        for i in range(min(tot + 1, n)):
-            j = tot - i
-            if j >= n or not nzB[j]:
-                continue
-            P = np.matmul(SA[i], SB[j])
-            if s is None:
-                s = P
-                continue
-            s, e = two_sum(s, P)
-            c = e if c is None else c + e
-            acc = np.abs(c) if acc is None else acc + np.abs(c)
-    gk = gamma(k)
+    prods = (np.matmul(SA[i], SB[tot - i]) for tot in range(L) for i in range(min(tot + 1, n))
+             if tot - i < n and nzB[tot - i])
+    s = next(prods, None)
     extra = []
     if B.m2 is not None:
         extra.append(np.matmul(A.m1, B.m2))
     if A.m2 is not None:
         extra.append(np.matmul(A.m2, B.m1))
-    for f in extra:
-        c = f if c is None else c + f
-        acc = np.abs(c) if acc is None else acc + np.abs(c)
-    m1, m2 = (s, None) if c is None else renorm(s, c)
+    j = _jit()
+    out = None if j is None else j.matmul_sum(s, prods, extra, JIT_MIN)
+    m1, m2, acc = _matmul_sum_np(s, prods, extra) if out is None else out
+    gk = gamma(k)
     # what is bounded: dropped pairs, remainders, float products, tails, radii
     eAB = eA + eB  # broadcast: rows of A (…, n, 1) + columns of B (…, 1, m)
     drop = np.ldexp(np.float64(k * n * n), eAB - beta * L)

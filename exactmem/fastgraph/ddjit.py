@@ -1,6 +1,8 @@
 """Compiled (numba) elementwise kernels of the double-float balls, bit for bit dd.py's (an accelerator).
 
-`dd.add`, `dd.mul`, `dd.recip`, `dd.rsqrt` and `dd.exp_point`, each fused into one pass over the elements.
+`dd.add`, `dd.mul`, `dd.recip`, `dd.rsqrt` and `dd.exp_point`, each fused into one pass over the elements;
+`dd.matmul`'s sums of its slice products (`matmul_sum`); the float64 `rounding.up`, `rounding.dn` and
+`rounding.exp_point` (`up_k`, `dn_k`, `exp64_k`: ``rounding.JIT`` switches these).
 ``docs/certificate.md`` § The fast graph engine, *Double-float midpoints*.
 
 Each kernel performs, per element, exactly the IEEE-754 binary64 operations of the NumPy code in
@@ -43,6 +45,12 @@ inline = njit(cache=True, error_model="numpy", fastmath=False, inline="always") 
 def up(y):
     """`rounding.up` of one float (Lemma U), its operations in the array path's order."""
     return (abs(y) * TWO52 + ETA) + y
+
+
+@inline
+def dn(y):
+    """`rounding.dn` of one float (Lemma U)."""
+    return y - (abs(y) * TWO52 + ETA)
 
 
 @inline
@@ -236,9 +244,106 @@ def quot_k(y1, y2, yr, hy2, hyr, root, o1, o2, orr, bad):
                         bad[a, b, c, d] = True
 
 
+@jit
+def up_k(y, o):
+    """`rounding.up` over a 1-d array: o = up(y)."""
+    for i in range(y.shape[0]):
+        o[i] = up(y[i])
+
+
+@jit
+def dn_k(y, o):
+    """`rounding.dn` over a 1-d array."""
+    for i in range(y.shape[0]):
+        o[i] = dn(y[i])
+
+
+@jit
+def sum_k(s, P, c, acc, first):
+    """One step of `dd.matmul`'s sum of the slice products, in place (1-d arrays of one length):
+    s, e = two_sum(s, P); c = e (``first``) or c + e; acc = |c| (``first``) or acc + |c|."""
+    for i in range(s.shape[0]):
+        s1, e = two_sum(s[i], P[i])
+        s[i] = s1
+        if first:
+            acc[i] = abs(e)
+        else:
+            e = c[i] + e
+            acc[i] = acc[i] + abs(e)
+        c[i] = e
+
+
+@jit
+def tail_k(f, c, acc, first):
+    """`dd.matmul`'s float products A1·B2, A2·B1 added to the tail, in place: c = f (``first``) or c + f;
+    acc = |c| (``first``) or acc + |c|."""
+    for i in range(f.shape[0]):
+        if first:
+            v = f[i]
+            acc[i] = abs(v)
+        else:
+            v = c[i] + f[i]
+            acc[i] = acc[i] + abs(v)
+        c[i] = v
+
+
+@jit
+def two_sum_k(a, b, o1, o2):
+    """`dd.two_sum` over 1-d arrays of one length (o1, o2 may be a, b: each element is read before it is written)."""
+    for i in range(a.shape[0]):
+        o1[i], o2[i] = two_sum(a[i], b[i])
+
+
 BLOCK = 256  # elements per block of `exp_k`: its work rows sit at constant distances (vectorizable loops)
 (_S1, _S2, _SR, _P1, _P2, _PR, _K, _J, _BAD, _T1, _T2, _TR, _PK, _O1, _O2, _OR) = (i * BLOCK for i in range(16))
 POW2 = np.ldexp(1.0, np.arange(-1074, 1024))  # 2^k, every k of a float (exact)
+
+
+@jit
+def exp64_k(m, coef, c, pow2, lo, hi):
+    """`rounding.exp_point` over a 1-d array (``c`` = (INV_LN2, L1, L2, LMAX, EH)), its operations per element,
+    a block at a time (the range reduction, each Horner step, the scaling: loops that vectorize); ldexp(v, k)
+    as v·2^k (k in [−996, 1023] here, see `exp_k`); a NaN m gives NaN bounds (as NumPy's)."""
+    inv, L1, L2, LM, EH = c
+    nc = coef.shape[0] - 1
+    n = m.shape[0]
+    W = np.empty(4 * BLOCK)
+    for base in range(0, n, BLOCK):
+        w = min(BLOCK, n - base)
+        for i in range(w):
+            x = m[base + i]
+            mm = 0.0 if (x < -690.0 or x > 709.0) else x
+            k = np.rint(mm * inv)
+            t = mm - k * L1
+            b = k * L2
+            kl = up(abs(k) * LM)
+            r_lo = dn(dn(dn(t) - up(b)) - kl)
+            r_hi = up(up(up(t) - dn(b)) + kl)
+            W[i] = r_lo
+            W[BLOCK + i] = up(r_hi - r_lo)
+            W[2 * BLOCK + i] = k
+            W[3 * BLOCK + i] = coef[nc]
+        for j in range(nc - 1, -1, -1):  # Horner: p = p·r_lo, then p + c_j (two roundings, as in NumPy)
+            cj = coef[j]
+            for i in range(w):
+                W[3 * BLOCK + i] = W[3 * BLOCK + i] * W[i] + cj
+        for i in range(w):
+            x = m[base + i]
+            k = W[2 * BLOCK + i]
+            p = W[3 * BLOCK + i]
+            if k != k:  # m NaN
+                lo[base + i] = k
+                hi[base + i] = k
+                continue
+            pk = pow2[int(k) + 1074]
+            small = x < -690.0
+            lo[base + i] = 0.0 if small else dn(p - EH) * pk
+            if small:
+                hi[base + i] = 2.0 ** -995
+            elif x > 709.0:
+                hi[base + i] = np.inf
+            else:
+                hi[base + i] = up(up(p + EH) * up(1.0 + up(2.0 * W[BLOCK + i]))) * pk
 
 
 @jit
@@ -436,4 +541,44 @@ def exp_arrays(x1, x2, consts, coefs, table, bad, min_size):
     return tuple(out)
 
 
+def _own(a, shape, min_size):
+    """a float64 C-contiguous array of ``shape`` and at least ``min_size`` elements, as a 1-d view."""
+    if type(a) is not np.ndarray or a.dtype != np.float64 or a.shape != shape or not a.flags.c_contiguous \
+            or a.size < max(min_size, 1):
+        return None
+    return a.reshape(-1)
+
+
+def matmul_sum(s, prods, extra, min_size):
+    """`dd._matmul_sum_np` (the first slice product ``s``, the others from ``prods``, the float products
+    ``extra``): (m1, m2, acc), s overwritten; or None (nothing consumed) unless s and the extras are
+    C-contiguous float64 arrays of one shape (the products, all from one matmul of same-shaped slices, are
+    then too)."""
+    if s is None:
+        return None
+    shape = s.shape
+    sf = _own(s, shape, min_size)
+    ef = [_own(f, shape, min_size) for f in extra]
+    if sf is None or not s.flags.writeable or any(f is None for f in ef):
+        return None
+    c = acc = None
+    for P in prods:
+        Pf = _own(P, shape, 1)
+        assert Pf is not None, "a slice product of another shape or layout"
+        first = c is None
+        if first:
+            c, acc = np.empty(shape), np.empty(shape)
+        sum_k(sf, Pf, c.reshape(-1), acc.reshape(-1), first)
+    for f in ef:
+        first = c is None
+        if first:
+            c, acc = np.empty(shape), np.empty(shape)
+        tail_k(f, c.reshape(-1), acc.reshape(-1), first)
+    if c is None:
+        return s, None, None
+    two_sum_k(sf, c.reshape(-1), sf, c.reshape(-1))  # in place: each element read, then written
+    return s, c, acc
+
+
 KERNELS = (add_k, mul_k, quot_k, exp_k)
+KERNELS2 = (up_k, dn_k, sum_k, tail_k, two_sum_k, exp64_k)  # the second round: rounding's up, dn, exp_point; dd.matmul's sums

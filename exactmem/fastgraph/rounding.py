@@ -20,6 +20,7 @@ without FMA) satisfies |ŝ − Σ a_i b_i| <= γ_k Σ|a_i b_i| + k·2^-1074.
 
 from __future__ import annotations
 
+import os
 from fractions import Fraction
 from functools import lru_cache
 from math import factorial
@@ -47,8 +48,48 @@ def fdn(q: Fraction) -> float:
     return f
 
 
+#: the compiled kernels of `ddjit` (numba) for `up`, `dn` and the float64 engine's hot element-wise passes: the
+#: same operations per element, bit for bit the NumPy results; off without numba or with EXACTMEM_NO_JIT=1
+JIT = all(os.environ.get(v, "").strip() in ("", "0") for v in ("EXACTMEM_NO_JIT", "EXACTMEM_NO_NUMBA"))
+JIT_MIN = 64  # fewer elements: the NumPy path
+_ddjit = None
+
+
+def _jit():
+    """The `ddjit` module when `JIT` is on and numba imports (its constants checked against these), else None."""
+    global _ddjit, JIT
+    if not JIT:
+        return None
+    if _ddjit is None:
+        try:
+            from . import ddjit
+        except Exception:  # numba missing or broken: the NumPy path
+            JIT = False
+            return None
+        assert (ddjit.ETA, ddjit.TWO52) == (ETA, TWO52)
+        _ddjit = ddjit
+    return _ddjit
+
+
+def _round_k(y, downward):
+    """`up` (or `dn`) of a float64 array by the compiled kernel (one pass, the same operations per element),
+    or None (small, not contiguous, not float64, JIT off)."""
+    if y.size < JIT_MIN or y.dtype != np.float64 or not (y.flags.c_contiguous or y.flags.f_contiguous):
+        return None
+    j = _jit()
+    if j is None:
+        return None
+    o = np.empty_like(y)  # the layout NumPy's np.abs(y) would have
+    (j.dn_k if downward else j.up_k)(y.ravel("K"), o.ravel("K"))
+    return o
+
+
 def up(y):
     """An upper bound of z when y = fl(z) (Lemma U)."""
+    if type(y) is np.ndarray:
+        o = _round_k(y, False)
+        if o is not None:
+            return o
     d = np.abs(y)
     if type(d) is not np.ndarray:  # a scalar
         return y + (d * TWO52 + ETA)
@@ -60,6 +101,10 @@ def up(y):
 
 def dn(y):
     """A lower bound of z when y = fl(z) (Lemma U)."""
+    if type(y) is np.ndarray:
+        o = _round_k(y, True)
+        if o is not None:
+            return o
     d = np.abs(y)
     if type(d) is not np.ndarray:
         return y - (d * TWO52 + ETA)
@@ -178,6 +223,8 @@ def _horner_error():
 
 
 EH = _horner_error()
+_COEFS = np.array(COEF)  # exp_point's constants for the compiled kernel (`ddjit.exp64_k`)
+_EXP_CONSTS = (INV_LN2, L1, L2, LMAX, EH)
 
 
 def exp_point(m):
@@ -186,6 +233,12 @@ def exp_point(m):
     in [r_lo, r_lo + rr] from ln 2 = L1 + L2 + ℓ, |ℓ| <= LMAX (k·L1 exact, the rest rounded outward by
     Lemma U); e^r is in [P − EH, (P + EH)(1 + 2rr)] (P = Horner at r_lo; e^rr <= 1 + 2rr for rr <= 1)
     and e^m = 2^k e^r (exact scaling while the result is normal, k >= −996). m > 709: ∞ (undecided)."""
+    j = _jit()
+    if j is not None and type(m) is np.ndarray and m.dtype == np.float64 and m.flags.c_contiguous \
+            and m.size >= JIT_MIN:
+        lo, hi = np.empty(m.shape), np.empty(m.shape)
+        j.exp64_k(m.reshape(-1), _COEFS, _EXP_CONSTS, j.POW2, lo.reshape(-1), hi.reshape(-1))
+        return lo, hi
     small = m < -690.0
     mm = np.where(small | (m > 709.0), 0.0, m)
     k = np.rint(mm * INV_LN2)
