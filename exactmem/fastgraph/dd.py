@@ -25,7 +25,7 @@ from math import ceil, factorial, log2
 
 import numpy as np
 
-from .rounding import ETA, dn, fdn, fup, gamma, inv_one_minus_gamma, up
+from .rounding import ETA, ddjit_module, dn, fdn, fup, gamma, inv_one_minus_gamma, up
 
 TWO52 = 2.0 ** -52
 SPLITTER = 134217729.0  # 2^27 + 1
@@ -36,23 +36,17 @@ HUGE = 2.0 ** 995  # factors above this: the splitting could overflow (undecided
 #: element, bit for bit the NumPy results; off without numba or with EXACTMEM_NO_JIT=1 (or EXACTMEM_NO_NUMBA=1)
 JIT = all(os.environ.get(v, "").strip() in ("", "0") for v in ("EXACTMEM_NO_JIT", "EXACTMEM_NO_NUMBA"))
 JIT_MIN = 64  # fewer elements: the NumPy path (the compiled call's set-up costs more)
-_ddjit = None
 
 
 def _jit():
-    """The `ddjit` module when `JIT` is on and numba imports (its constants checked against these), else None."""
-    global _ddjit, JIT
-    if not JIT:
-        return None
-    if _ddjit is None:
-        try:
-            from . import ddjit
-        except Exception:  # numba missing or broken: the NumPy path
-            JIT = False
-            return None
-        assert (ddjit.SPLITTER, ddjit.TINY, ddjit.HUGE, ddjit.ETA, ddjit.TWO52) == (SPLITTER, TINY, HUGE, ETA, TWO52)
-        _ddjit = ddjit
-    return _ddjit
+    """The `ddjit` module when `JIT` is on and numba imports (`rounding.ddjit_module`; the splitting constants
+    checked against these), else None (and `JIT` off)."""
+    global JIT
+    m = ddjit_module() if JIT else None
+    JIT = m is not None
+    if m is not None:
+        assert (m.SPLITTER, m.TINY, m.HUGE) == (SPLITTER, TINY, HUGE)
+    return m
 
 
 class DT:

@@ -55,20 +55,27 @@ JIT_MIN = 64  # fewer elements: the NumPy path
 _ddjit = None
 
 
-def _jit():
-    """The `ddjit` module when `JIT` is on and numba imports (its constants checked against these), else None."""
-    global _ddjit, JIT
-    if not JIT:
-        return None
+def ddjit_module():
+    """The `ddjit` module (imported once; its constants checked against these), or None when numba does not
+    import (the NumPy path)."""
+    global _ddjit
     if _ddjit is None:
         try:
             from . import ddjit
-        except Exception:  # numba missing or broken: the NumPy path
-            JIT = False
+        except Exception:  # numba missing or broken
+            _ddjit = False
             return None
         assert (ddjit.ETA, ddjit.TWO52) == (ETA, TWO52)
         _ddjit = ddjit
-    return _ddjit
+    return _ddjit or None
+
+
+def _jit():
+    """The `ddjit` module when `JIT` is on and numba imports, else None (and `JIT` off)."""
+    global JIT
+    m = ddjit_module() if JIT else None
+    JIT = m is not None
+    return m
 
 
 def _round_k(y, downward):

@@ -103,6 +103,17 @@ def code_length(lo: np.ndarray, hi: np.ndarray, labels: np.ndarray, prec: int = 
     return low, round_up(upper_fraction(up_sum)), lo.shape[0]
 
 
+def _merge(part, out: Dict[int, tuple], left: List[int], stats: Dict[str, Any], on_done) -> None:
+    """One worker's (results, rows left, stats) joined into the whole run's."""
+    o, lf, st = part
+    out.update(o)
+    left.extend(lf)
+    for k, v in st.items():
+        stats[k] = v if isinstance(v, bool) else stats.get(k, 0) + v
+    if on_done is not None:
+        on_done(len(o))
+
+
 _SHARED: Dict[str, Any] = {}  # the parsed graph and plan, inherited by forked workers (`fast_results_parallel`)
 
 
@@ -137,13 +148,7 @@ def fast_results_parallel(cert, plan, items, position: str, measure: bool, worke
             futs = [pool.submit(_fast_worker, items[k:k + size], position, measure)
                     for k in range(size, len(items), size)]
             for f in as_completed(futs):
-                o, lf, st = f.result()
-                out.update(o)
-                left.extend(lf)
-                for k, v in st.items():
-                    stats[k] = stats.get(k, 0) + v if not isinstance(v, bool) else v
-                if on_done is not None:
-                    on_done(len(o))
+                _merge(f.result(), out, left, stats, on_done)
     finally:
         _SHARED.clear()
     return out, sorted(left)
@@ -189,13 +194,7 @@ def fast_results_dask(model_json: Dict[str, Any], items, position: str, measure:
         futs = [c.submit(_dask_batch, ref, digest, items[k:k + batch], position, measure, pure=False, retries=2)
                 for k in range(0, len(items), batch)]
         for f in as_completed(futs):
-            o, lf, st = f.result()
-            out.update(o)
-            left.extend(lf)
-            for k, v in st.items():
-                stats[k] = stats.get(k, 0) + v if not isinstance(v, bool) else v
-            if on_done is not None:
-                on_done(len(o))
+            _merge(f.result(), out, left, stats, on_done)
     return out, sorted(left)
 
 
