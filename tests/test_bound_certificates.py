@@ -336,6 +336,7 @@ def test_huge_sizes_answer_or_fail_in_one_line(argv):
         assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow  # about 8-17 s: with -m slow (CI runs it); keeps the default suite under 10 minutes
 def test_1e300_minw_answers_with_a_certified_certificate(tmp_path):
     p = tmp_path / "big.json"
     r = subprocess.run([sys.executable, "-m", "exactmem", "bounds", "minw", "--n", "8", "--N", "1e300",

@@ -134,6 +134,7 @@ def _kill_a_busy_worker_while(client, t: threading.Thread, pick: int) -> None:
     assert pids[victim] not in client.run(os.getpid).values()  # that worker process is gone
 
 
+@pytest.mark.slow  # about 8-17 s: with -m slow (CI runs it); keeps the default suite under 10 minutes
 def test_a_killed_worker_reruns_its_shard_and_the_verdict_holds(client, tmp_path):
     doc = _planted(_many_examples_doc(60_000), [59_990])  # pure engine: each shard takes a while
     path = _write(tmp_path, doc, "kill.json")

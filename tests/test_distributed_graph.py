@@ -209,6 +209,7 @@ def test_chunked_graph_certificate_shards_by_chunk(client, tmp_path, honest):
                 _same(v, SINGLE[engine](c), engine)
 
 
+@pytest.mark.slow  # about 6-13 s: with -m slow (CI runs them)
 def test_a_killed_worker_reruns_its_graph_shard_and_the_verdict_holds(client, tmp_path):
     """GPT-2-shaped graph, 24 examples in 2 shards on the fast engine (a few seconds each); a claimed
     verdict flipped at example 20. A worker killed while it checks its shard: the shard is re-run and
@@ -242,6 +243,7 @@ def slow(tmp_path_factory):
     return _write(tmp_path_factory.mktemp("slow"), _gpt2_doc(n_ex=1200), "slow.json")
 
 
+@pytest.mark.slow  # about 6-13 s: with -m slow (CI runs them)
 def test_a_library_graph_check_shares_one_deadline(client, slow):
     """``check_sharded(limits=Limits(time_limit=4))``: reading, every shard and the wait share one
     deadline; UNKNOWN naming time_limit after k of the 8 shards, for either engine."""
@@ -252,6 +254,7 @@ def test_a_library_graph_check_shares_one_deadline(client, slow):
         assert time.monotonic_ns() - t < (2 * 4 + 10) * NS
 
 
+@pytest.mark.slow  # about 6-13 s: with -m slow (CI runs them)
 def test_a_sharded_graph_check_stops_at_the_time_limit(slow):
     """``check --workers 2 --engine fast --time-limit 6``: UNKNOWN naming time_limit, one line, exit 2
     (docs/cli.md), within the limit plus the cluster's stop; never CERTIFIED. The limit counts from
@@ -263,6 +266,7 @@ def test_a_sharded_graph_check_stops_at_the_time_limit(slow):
     assert ns < (2 * 6 + 10) * NS, ns / NS
 
 
+@pytest.mark.slow  # about 6-13 s: with -m slow (CI runs them)
 def test_cli_workers_gives_the_single_process_answer_on_graphs(tmp_path, honest):
     g, truth, d = honest
     for name, c, code in (("honest", d, 0), ("flipped", _flipped(d, [50, 29]), 1)):

@@ -63,6 +63,7 @@ def _slow_chunked(tmp_path) -> str:
     return path
 
 
+@pytest.mark.slow  # about 8-17 s: with -m slow (CI runs it); keeps the default suite under 10 minutes
 def test_a_100_chunk_check_on_two_workers_stops_at_the_time_limit(tmp_path):
     path = _slow_chunked(tmp_path)
     code, out, err, ns = _cli(path, "--workers", "2", "--time-limit", "10", "--quiet")
@@ -180,6 +181,7 @@ def empty_scheduler():
         yield cluster.scheduler_address
 
 
+@pytest.mark.slow  # about 8-17 s: with -m slow (CI runs it); keeps the default suite under 10 minutes
 def test_a_scheduler_without_workers_is_one_line_within_the_time_limit(tmp_path, empty_scheduler):
     path = _chunked(tmp_path, "nowork")
     code, out, err, ns = _cli(path, "--scheduler", empty_scheduler, "--time-limit", "5")

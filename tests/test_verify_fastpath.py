@@ -137,6 +137,7 @@ def test_two_workers_give_the_single_process_results():
     assert one == two and left1 == left2 == [] and st.get("float64", 0) + st.get("double-float", 0) == len(xs)
 
 
+@pytest.mark.slow  # a Dask cluster: with -m slow (CI runs it)
 def test_verify_on_a_dask_scheduler_equals_one_process(tmp_path):
     """``verify --scheduler``: the fast engine's batches on a Dask cluster's workers give the verdicts and
     code lengths of one process, and the kernel certifies the certificate."""

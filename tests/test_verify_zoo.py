@@ -115,6 +115,14 @@ def test_zoo_row(name, exporter, tmp_path):
     assert rec["certified"] + rec["refuted"] + rec["unknown"] == rec["N"]  # N distinct inputs, each decided or not
     assert rec["float_count"] is not None and rec["torch_count"] >= 0
     certified_matches_float(rec)
+    fast = _check_json(next(tmp_path.glob("*.verify.json")), "fast")  # the fast graph engine agrees (issue 39)
+    assert fast["status"] == rec["check"], fast
+
+
+def _check_json(path, engine):
+    r = subprocess.run([sys.executable, "-m", "exactmem", "check", str(path), "--json", "--engine", engine], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    return json.loads(r.stdout)
 
 
 @pytest.mark.parametrize("name", ["gpt2", "bloom", "nanogpt_manual"])
@@ -142,3 +150,5 @@ def test_a_planted_label_is_refuted_by_check(name, tmp_path):
     out = json.loads(r.stdout)
     assert r.returncode == 1 and out["status"] == "REFUTED", r.stdout + r.stderr
     assert out["witness"]["example"] == i, out["witness"]
+    fast = _check_json(bad, "fast")  # the fast graph engine refutes at the same example
+    assert fast["status"] == "REFUTED" and fast["witness"]["example"] == i, fast
