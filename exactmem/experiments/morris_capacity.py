@@ -82,14 +82,12 @@ def _package_root() -> str:
 
 
 def check_cli(path: str) -> Dict[str, Any]:
-    """``python -m exactmem check PATH --json --engine auto`` in a fresh process (this checkout's exactmem,
-    no time limit): the kernel's verdict read from the written file — the fast graph engine's enclosures
-    judged by the kernel, the kernel itself for what they leave undecided — and the wall time."""
+    """``python -m exactmem check PATH --json`` in a fresh process (this checkout's exactmem, no time
+    limit): the kernel's verdict read from the written file, and the wall time."""
     env = dict(os.environ)
     env["PYTHONPATH"] = _package_root() + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "exactmem", "check", path, "--json", "--quiet", "--time-limit", "none",
-                        "--engine", "auto"],
+    p = subprocess.run([sys.executable, "-m", "exactmem", "check", path, "--json", "--quiet", "--time-limit", "none"],
                        capture_output=True, text=True, env=env)
     dt = time.perf_counter() - t0
     try:
