@@ -49,7 +49,7 @@ def _gpt2_items():
 
 def test_fast_verdicts_equal_the_arb_ladder_on_a_gpt2_graph():
     model, xs, labels = _gpt2_items()
-    cert, plan = fastpath.engine_for(model, xs[0], labels[0], "last")
+    cert, plan = fastpath.engine_for(model, xs[0], labels[0])
     stats = {}
     out, left = fastpath.fast_results(cert, plan, [(i, x, y) for i, (x, y) in enumerate(zip(xs, labels))], "last",
                                       True, stats=stats)
@@ -129,7 +129,7 @@ def test_a_lying_fast_path_is_refuted_by_the_kernel(monkeypatch, tmp_path):
 
 def test_two_workers_give_the_single_process_results():
     model, xs, labels = _gpt2_items()
-    cert, plan = fastpath.engine_for(model, xs[0], labels[0], "last")
+    cert, plan = fastpath.engine_for(model, xs[0], labels[0])
     items = [(i, x, y) for i, (x, y) in enumerate(zip(xs, labels))]
     one, left1 = fastpath.fast_results(cert, plan, items, "last", True)
     st = {}

@@ -201,9 +201,10 @@ def graph_counts(stats: Dict[int, dict]) -> str:
     enclosures, c by the kernel's ladder``; nothing if no shard reported counts."""
     if not any("fast" in s or "pure" in s for s in stats.values()):
         return ""
+    from ..fastgraph.check import decided_text
+
     total = lambda k: sum(s.get(k, 0) for s in stats.values())  # noqa: E731
-    return (f": {total('fast') - total('precise')} by float64 enclosures, {total('precise')} by double-float "
-            f"enclosures, {total('pure')} by the kernel's ladder")
+    return ": " + decided_text(total("fast") - total("precise"), total("precise"), total("pure"))
 
 
 def engine_for(cert, engine: str) -> str:

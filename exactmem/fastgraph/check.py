@@ -63,20 +63,35 @@ def fast_block(cert: ParsedCertificate, plan: Plan, block, budget: Budget, stats
     for n, es in by_len.items():
         size = batch_size(cert, n)
         for k in range(0, len(es), size):
-            todo = es[k:k + size]
-            for level in levels(plan):  # float64, then double-float midpoints for more of the graph (`dd`)
-                if not todo:
-                    break
-                if level in plan.skip:
-                    continue
-                left = _judge_part(cert, plan, todo, budget, stats, res, level)
-                if level != len(plan.G.nodes) and len(left) > (1 - SKIP_LEVEL) * len(todo):
-                    plan.skip.add(level)  # this level decides (almost) nothing on this network: later batches skip it
-                todo = left
+            part = es[k:k + size]
+            through_levels(plan, part, lambda level, todo: _judge_part(cert, plan, todo, budget, stats, res, level))
             if on_batch is not None:
-                seen += len(es[k:k + size])
+                seen += len(part)
                 on_batch(seen)
     return res
+
+
+def through_levels(plan: Plan, todo: list, attempt) -> list:
+    """``attempt(level, examples)`` → the examples it left undecided, over the passes of `levels` cheapest
+    first (float64, then double-float midpoints for more of the graph), skipping those in ``plan.skip``;
+    a pass other than the last that decides under SKIP_LEVEL of its examples joins ``plan.skip``, so later
+    batches skip it (speed only). Returns the examples no pass decided."""
+    passes = levels(plan)
+    for level in passes:
+        if not todo:
+            break
+        if level in plan.skip:
+            continue
+        left = attempt(level, todo)
+        if level != passes[-1] and len(left) > (1 - SKIP_LEVEL) * len(todo):
+            plan.skip.add(level)
+        todo = left
+    return todo
+
+
+def decided_text(float64: int, double: int, kernel: int) -> str:
+    """How a check's examples were decided, as the verdict's note says it."""
+    return f"{float64} by float64 enclosures, {double} by double-float enclosures, {kernel} by the kernel's ladder"
 
 
 def levels(plan: Plan):
@@ -196,9 +211,7 @@ def check_graph_examples(cert: ParsedCertificate, lo: int, hi: int, cap: int, bu
             progress(block.stop - lo, n)
     stats["fast"], stats["pure"] = stats.get("fast", 0) + fast, stats.get("pure", 0) + pure
     prec = stats.get("precise", 0) - prec0
-    how = f"fast engine: {fast - prec} by float64 enclosures, {prec} by double-float enclosures, {pure} by the " \
-          "kernel's ladder" + \
-        (f" up to {used} bits" if used is not None else "")
+    how = f"fast engine: {decided_text(fast - prec, prec, pure)}" + (f" up to {used} bits" if used is not None else "")
     if not undecided:
         return Verdict("CERTIFIED", None, f"all {n} examples pass and {_claims_text(cert)} ({how})", used, m)
     shown = ", ".join(map(str, undecided[:10])) + (", ..." if len(undecided) > 10 else "")

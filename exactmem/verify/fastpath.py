@@ -20,26 +20,24 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..fastgraph.check import SKIP_LEVEL, levels
-
 MIDPOINT_BITS = {False: 53, True: 106}  # what `bits` reports for an example the engine decided (float64, double-float)
 
 
-def engine_for(model_json: Dict[str, Any], first_input, first_label, position: str, budget=None):
+def engine_for(model_json: Dict[str, Any], first_input, first_label, budget=None):
     """(parsed certificate, engine plan) for ``model_json``, or None when the fast engine cannot run the
     graph (an op it does not evaluate, NumPy missing, a graph the kernel's parser refuses). The first
-    example makes the one-example certificate the kernel's parser reads; ``position`` is the model's
-    readout already (kept for the callers' symmetry)."""
+    example makes the one-example certificate the kernel's parser reads."""
     try:
         from ..fastgraph.check import plan_for
         from ..fastgraph.engine import Unsupported
         from ..kernel.checker import MalformedCertificate, parse_certificate
         from ..kernel.limits import Budget, LimitExceeded
         from .certificate import build
+        from .onnx_import import rational_str
     except ImportError:
         return None
     jsonable = lambda v: [jsonable(u) for u in v] if isinstance(v, (list, tuple)) else \
-        f"{v.numerator}/{v.denominator}" if isinstance(v, Fraction) else v  # noqa: E731
+        rational_str(v) if isinstance(v, Fraction) else v  # noqa: E731
     first_input, first_label = jsonable(first_input), np.asarray(first_label).tolist()
     doc = build(model_json, [first_input], [first_label], ["unknown"], {"pass": 0, "fail": 0, "rows": 1,
                                                                          "distinct": 1}, "fastpath")
@@ -77,30 +75,30 @@ def margin_text(lo: np.ndarray, hi: np.ndarray, labels: np.ndarray) -> str:
 
 
 def code_length(lo: np.ndarray, hi: np.ndarray, labels: np.ndarray, prec: int = 128):
-    """[low, high] (Fractions, high rounded up to 2^-GRAIN) of Σ_p log₂ Σ_k 2^((s_k − s_y)/ln 2) for scores
-    in the bounds: the high end from exp(hi_k − lo_y), the low end from exp(lo_k − hi_y), in arb balls
-    (the floats are exact in arb); None when a bound is not finite."""
-    import flint
-
+    """[low, high, positions] (Fractions, high rounded up to 2^-GRAIN) of Σ_p −log₂ softmax(s_p)[y_p] for every
+    score in the bounds: `codelength.prediction_bits` on arb balls holding [lo, hi] (the floats are exact in
+    arb); None when a bound is not finite."""
     from ..arith.linalg import lower_fraction, upper_fraction
-    from .codelength import round_up
+    from .codelength import prediction_bits, round_up
+    from .evaluate import ArbBackend
 
     if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
         return None
+    import flint
+
     old = flint.ctx.prec
-    flint.ctx.prec = prec
     try:
-        up_sum, lo_sum = flint.arb(0), flint.arb(0)
-        ln2 = flint.arb(2).log()
-        for p in range(lo.shape[0]):
-            y = int(labels[p])
-            a, b = flint.arb(float(lo[p, y])), flint.arb(float(hi[p, y]))
-            up_sum += sum((flint.arb(float(v)) - a).exp() for v in hi[p]).log() / ln2
-            lo_sum += sum((flint.arb(float(v)) - b).exp() for v in lo[p]).log() / ln2
+        K = _BACKENDS.get(prec) or _BACKENDS.setdefault(prec, ArbBackend(prec))
+        K.activate()
+        ball = lambda a, b: K.flint.arb(float(a)).union(K.flint.arb(float(b)))  # noqa: E731
+        bits = sum(prediction_bits(K, [ball(a, b) for a, b in zip(lo[p], hi[p])], int(labels[p]))
+                   for p in range(lo.shape[0]))
     finally:
         flint.ctx.prec = old
-    low = max(Fraction(0), lower_fraction(lo_sum))
-    return low, round_up(upper_fraction(up_sum)), lo.shape[0]
+    return max(Fraction(0), lower_fraction(bits)), round_up(upper_fraction(bits)), lo.shape[0]
+
+
+_BACKENDS: Dict[int, Any] = {}  # arb backends of `code_length`, by precision
 
 
 def _merge(part, out: Dict[int, tuple], left: List[int], stats: Dict[str, Any], on_done) -> None:
@@ -163,7 +161,7 @@ def _dask_batch(model_bytes: bytes, digest: str, items, position: str, measure: 
 
     if digest not in _WORKER_PLANS:
         _WORKER_PLANS.clear()
-        _WORKER_PLANS[digest] = engine_for(json.loads(model_bytes), items[0][1], items[0][2], position)
+        _WORKER_PLANS[digest] = engine_for(json.loads(model_bytes), items[0][1], items[0][2])
     got, stats = _WORKER_PLANS[digest], {}
     if got is None:
         return {}, [row for row, _, _ in items], {"unsupported": True}
@@ -205,54 +203,49 @@ def fast_results(cert, plan, items: Sequence[Tuple[int, Any, Any]], position: st
     (row, input as the certificate holds it — a list of token ids or of vectors of Fractions —, label:
     an int or a list per position). A result is ``(verdict, bits, margin)`` as `evaluate.judge` gives
     it, plus the code length (`code_length`) when ``measure``; ``bits`` is the engine's midpoint
-    precision (`MIDPOINT_BITS`). ``on_done(k)`` after each batch with the rows it finished."""
-    from ..fastgraph.check import batch_size
+    precision (`MIDPOINT_BITS`). The passes are the check's (`fastgraph.check.through_levels`).
+    ``on_done(k)`` after each batch with the rows it finished."""
+    from ..fastgraph.check import batch_size, through_levels
     from ..fastgraph.evaluate import evaluate
     from ..kernel.limits import Budget
 
     stats = {} if stats is None else stats
+    out: Dict[int, tuple] = {}
+
+    def attempt(level: int, todo: list) -> list:
+        """One pass on ``todo``: the decided rows into ``out``; the rows left."""
+        precise = level > 0
+        t = time.perf_counter()
+        try:
+            lo, hi, bad = evaluate(plan, [x for _, x, _ in todo], cert.tokens, position, Budget(), precise=precise,
+                                   until=level)
+        except Exception:  # noqa: BLE001 — a limit, an op the engine refuses, memory: a later pass or arb decides
+            return todo
+        stats["seconds"] = stats.get("seconds", 0.0) + time.perf_counter() - t
+        rest = []
+        for j, (row, x, lab) in enumerate(todo):
+            labels = np.atleast_1d(np.asarray(lab, dtype=np.int64))
+            v = "unknown" if bad[j] else decide(lo[j], hi[j], labels)
+            enc = code_length(lo[j], hi[j], labels) if v != "unknown" and measure else None
+            if v == "unknown" or (measure and enc is None):
+                rest.append((row, x, lab))
+                continue
+            res = (v, MIDPOINT_BITS[precise], margin_text(lo[j], hi[j], labels))
+            out[row] = res + (enc,) if measure else res
+            key = "double-float" if precise else "float64"
+            stats[key] = stats.get(key, 0) + 1
+        return rest
+
     by_len: Dict[int, list] = {}
     for it in items:
         by_len.setdefault(len(it[1]), []).append(it)
-    out: Dict[int, tuple] = {}
     left: List[int] = []
     for n, group in by_len.items():
         size = batch_size(cert, n)
         for k in range(0, len(group), size):
             part = group[k:k + size]
-            todo = part
-            for level in levels(plan):  # float64, then double-float midpoints for more of the graph
-                if not todo:
-                    break
-                if level in plan.skip:
-                    continue
-                precise = level > 0
-                t = time.perf_counter()
-                try:
-                    lo, hi, bad = evaluate(plan, [x for _, x, _ in todo], cert.tokens, position, Budget(),
-                                           precise=precise, until=level)
-                except Exception:  # noqa: BLE001 — a limit, an op the engine refuses, memory: the arb ladder decides
-                    continue
-                stats["seconds"] = stats.get("seconds", 0.0) + time.perf_counter() - t
-                rest = []
-                for j, (row, _, lab) in enumerate(todo):
-                    labels = np.atleast_1d(np.asarray(lab, dtype=np.int64))
-                    v = "unknown" if bad[j] else decide(lo[j], hi[j], labels)
-                    enc = None
-                    if v != "unknown" and measure:
-                        enc = code_length(lo[j], hi[j], labels)
-                        v = v if enc is not None else "unknown"
-                    if v == "unknown":
-                        rest.append((row, _, lab))
-                        continue
-                    res = (v, MIDPOINT_BITS[precise], margin_text(lo[j], hi[j], labels))
-                    out[row] = res + (enc,) if measure else res
-                    key = "double-float" if precise else "float64"
-                    stats[key] = stats.get(key, 0) + 1
-                if level != len(plan.G.nodes) and len(rest) > (1 - SKIP_LEVEL) * len(todo):
-                    plan.skip.add(level)  # this pass leaves this network undecided: later batches skip it
-                todo = rest
-            left.extend(row for row, _, _ in todo)
+            rest = through_levels(plan, part, attempt)
+            left.extend(row for row, _, _ in rest)
             if on_done is not None:
-                on_done(len(part) - len(todo))
+                on_done(len(part) - len(rest))
     return out, left

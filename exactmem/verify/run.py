@@ -249,25 +249,22 @@ def _fast_first(model_json, ex: Examples, todo: list, measure: bool, bar, stats:
         return {}, todo
     conv = (lambda i: [int(t) for t in ex.exact[i]]) if ex.kind == "tokens" else \
         (lambda i: [[Fraction(v) for v in row] for row in ex.exact[i]])
+    items = [(i, conv(i), lab) for i, _, lab in todo]
+    position = model_json["readout"]["position"]
     if scheduler:  # the engine's batches on the cluster; what they leave, here
         from ..distributed.cluster import ClusterError
 
-        items = [(i, conv(i), lab) for i, _, lab in todo]
         try:
-            done, left = fastpath.fast_results_dask(model_json, items, "all" if ex.position == "all" else "last",
-                                                    measure, scheduler, 16, bar.update, stats)
+            done, left = fastpath.fast_results_dask(model_json, items, position, measure, scheduler, 16, bar.update,
+                                                    stats)
         except ClusterError as e:
             raise VerifyInputError(str(e)) from None
-        keep = set(left)
-        return done, [t for t in todo if t[0] in keep]
-    i0 = todo[0][0]
-    got = fastpath.engine_for(model_json, ex.input_json(i0), ex.label_json(i0), ex.position)
-    if got is None:
-        stats["unsupported"] = True
-        return {}, todo
-    cert, plan = got
-    items = [(i, conv(i), lab) for i, _, lab in todo]
-    done, left = fastpath.fast_results_parallel(cert, plan, items, cert.position, measure, workers, bar.update, stats)
+    else:
+        got = fastpath.engine_for(model_json, items[0][1], ex.label_json(todo[0][0]))
+        if got is None:
+            stats["unsupported"] = True
+            return {}, todo
+        done, left = fastpath.fast_results_parallel(*got, items, position, measure, workers, bar.update, stats)
     keep = set(left)
     return done, [t for t in todo if t[0] in keep]
 
@@ -390,15 +387,13 @@ def verify(model, inputs=None, labels=None, *, data: Optional[str] = None, posit
             results.update(done)
         if todo:
             bar.stage("evaluate", f"verify: {len(todo)} distinct examples by the arb ladder, {workers} worker(s)")
-        if not todo:
-            pass
-        elif workers == 1:
+        if todo and workers == 1:
             _init_worker(model_json, measure == "bits")
             for item in todo:
                 (i, v), = _judge_batch([item], ladder)
                 results[i] = v
                 bar.update(1)
-        else:
+        elif todo:
             import multiprocessing as mp_
             from concurrent.futures import ProcessPoolExecutor, as_completed
 
