@@ -326,6 +326,7 @@ def test_theorem1_kl_bound_certified():
     assert dana_distribution.kl_upper_bound_from_logits(data3, dana_distribution.encoder_logits(W3, E3)) < Fraction(1, 2 ** 30)
 
 
+@pytest.mark.slow  # 6-9 s: with -m slow (CI runs it); keeps the default suite under 10 minutes
 def test_proof_file_small_instances_certified(tmp_path):
     rows = certify_file(PROOF, out_dir=str(tmp_path), seed=0, size="small", quiet=True)
     assert rows and {r.verdict for r in rows} == {"CERTIFIED"}, [(r.theorem, r.instance, r.message) for r in rows]

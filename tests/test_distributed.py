@@ -147,6 +147,7 @@ def test_a_killed_worker_reruns_its_shard_and_the_verdict_holds(client, tmp_path
     assert result["v"].witness["example"] == 59_990
 
 
+@pytest.mark.slow  # 6-9 s: with -m slow (CI runs it); keeps the default suite under 10 minutes
 def test_a_killed_worker_with_the_only_copy_of_a_chunk_reruns_it(client, tmp_path):
     """A version-2 chunk's bytes live on one worker only: killed, they are lost with it; the
     caller reads the chunk again and re-submits the shard, and the verdict stays CERTIFIED."""

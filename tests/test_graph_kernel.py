@@ -345,6 +345,7 @@ def test_time_limit_on_a_wide_graph():
     assert v.status == "UNKNOWN" and v.limit == "time_limit" and time.monotonic() - t < 2 * 1 + 10, v.message
 
 
+@pytest.mark.slow  # 6-9 s: with -m slow (CI runs it); keeps the default suite under 10 minutes
 def test_gpt2_sized_graph_speed_and_agreement_with_float():
     g, ws = gpt2_graph(seed=0)
     import numpy as np

@@ -197,6 +197,7 @@ def test_wrong_block_count_claim_refuted(small):
 # ----------------------------------------------------------------------------- eq. (110)
 
 
+@pytest.mark.slow  # 6-9 s: with -m slow (CI runs it); keeps the default suite under 10 minutes
 def test_eq110_real_valued_form_refuted_while_every_paper_blocks_claim_holds():
     """docs/errata.md (paper blocks, item 6, an observation): the network of the paper's blocks on
     N = 30 exceeds Σ(⌊(110)⌋ − 1) with (110) real-valued as printed, while every claim of

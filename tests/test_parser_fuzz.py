@@ -301,6 +301,7 @@ def test_random_documents_with_the_top_level_fields(workdir, doc):
     assert outcome(_write(workdir, _dumps(doc))) in ("MALFORMED",) + STATUSES
 
 
+@pytest.mark.slow  # 6-9 s: with -m slow (CI runs it); keeps the default suite under 10 minutes
 @settings(max_examples=EXAMPLES["structural"], **FUZZ)
 @given(data=st.data())
 def test_structural_edits_of_real_certificates(workdir, bases, data):
