@@ -57,7 +57,9 @@ def test_up_and_dn_are_bit_identical(shape, monkeypatch):
     rng = np.random.default_rng(len(shape))
     calls = _counting(monkeypatch, R, "_round_k")
     y = _edge(rng, int(np.prod(shape))).reshape(shape)
-    views = [y, y.T, np.asfortranarray(y), y[..., ::2], -y, y[:1], y.reshape(-1)[:3].copy()]
+    views = [y, y.T, np.asfortranarray(y), y[..., ::2], -y, y[:1], y.reshape(-1)[:3].copy(), y[..., ::-1]]
+    if y.ndim >= 3:  # dense but neither C nor F order (heads moved): the compiled path, in memory order
+        views += [y.swapaxes(0, 1), y.swapaxes(1, 2), -(y.swapaxes(0, 2).swapaxes(1, 2))]
     for v in views:
         for f in (R.up, R.dn):
             _set(True)
@@ -68,6 +70,10 @@ def test_up_and_dn_are_bit_identical(shape, monkeypatch):
             assert a.strides == b.strides
     assert any(calls) and not all(calls)  # the strided view took the NumPy path
     _set(True)
+    if y.ndim >= 3:
+        calls.clear()
+        R.up(y.swapaxes(1, 2))
+        assert calls == [True]  # a permuted dense array runs compiled
     for s in (1.5, np.float64(-2.0 ** -1074), np.float64(np.inf), np.array(3.0)):  # scalars: the scalar path
         assert _same(R.up(s), s + (abs(s) * R.TWO52 + R.ETA))
         assert _same(R.dn(s), s - (abs(s) * R.TWO52 + R.ETA))

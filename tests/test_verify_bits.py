@@ -156,6 +156,12 @@ def test_b_star_certified_and_the_claim_at_b_star_minus_1_refuted(tiny):
     # the planted claim: every full-precision example still memorized at b* - 1 -> refuted, witness a lost row
     v = check_certificate(load_certificate(res.certificates["b_star_minus_1_claims_all"]))
     assert v.status == "REFUTED" and v.witness["example"] in res.points[b - 1].lost
+    # the sweep's own check ran the fast graph engine; the pure kernel reaches the same verdicts and witness
+    assert {r["engine"] for r in res.kernel.values()} == {"fast"}
+    fast = res.kernel["b_star_minus_1_claims_all"]["witness"]  # the same example; its score enclosures differ
+    assert {k: x for k, x in v.witness.items() if k != "scores"} == {k: x for k, x in fast.items() if k != "scores"}
+    for role in ("b_star", "b_star_minus_1"):
+        assert check_certificate(load_certificate(res.certificates[role])).status == res.kernel[role]["status"]
     assert os.path.exists(os.path.join(d, "out", "bits.md")) and os.path.exists(os.path.join(d, "out", "bits.json"))
     table = markdown_table(res)
     assert "bfloat16" in table and "**b\\***" in table

@@ -443,7 +443,7 @@ def views(shape, arrays):
 ZERO = np.zeros(())
 
 
-def _prep(parts, min_size):
+def views_of(parts, min_size):
     """(shape, views) of the float64 parts (None: 0.0), or None when the compiled path does not apply
     (a part not float64, a result of fewer than ``min_size`` elements or 0 dimensions, > `ND` dimensions)."""
     arrs = []
@@ -466,7 +466,7 @@ def _prep(parts, min_size):
     return None if v is None else (shape, v)
 
 
-def _outs(shape, v, n):
+def new_outputs(shape, v, n):
     """n new float64 arrays of ``shape`` and their views of the kernels' shape (that of ``v[0]``)."""
     out = [np.empty(shape) for _ in range(n)]
     return out, [o.reshape(v[0].shape) for o in out]
@@ -474,22 +474,22 @@ def _outs(shape, v, n):
 
 def add_arrays(x1, x2, xr, y1, y2, yr, neg, min_size):
     """`dd.add` on the parts (None where the DT has none): (m1, m2, r), or None (the NumPy path then)."""
-    p = _prep((x1, x2, xr, y1, y2, yr), min_size)
+    p = views_of((x1, x2, xr, y1, y2, yr), min_size)
     if p is None:
         return None
     shape, v = p
-    out, o = _outs(shape, v, 3)
+    out, o = new_outputs(shape, v, 3)
     add_k(*v, xr is not None, y2 is not None, yr is not None, neg, *o)
     return tuple(out)
 
 
 def mul_arrays(x1, x2, xr, y1, y2, yr, min_size):
     """`dd.mul` on the parts: (m1, m2, r), or None."""
-    p = _prep((x1, x2, xr, y1, y2, yr), min_size)
+    p = views_of((x1, x2, xr, y1, y2, yr), min_size)
     if p is None:
         return None
     shape, v = p
-    out, o = _outs(shape, v, 3)
+    out, o = new_outputs(shape, v, 3)
     mul_k(*v, x2 is not None, xr is not None, y2 is not None, yr is not None, *o)
     return tuple(out)
 
@@ -504,14 +504,14 @@ def _bad_view(bad, shape, v):
 
 def quot_arrays(y1, y2, yr, bad, root, min_size):
     """`dd.recip` (``root`` False) or `dd.rsqrt` on the parts, ``bad`` or-ed in place: (m1, m2, r), or None."""
-    p = _prep((y1, y2, yr), min_size)
+    p = views_of((y1, y2, yr), min_size)
     if p is None:
         return None
     shape, v = p
     bv = _bad_view(bad, shape, v)
     if bv is None:
         return None
-    out, o = _outs(shape, v, 3)
+    out, o = new_outputs(shape, v, 3)
     quot_k(*v, y2 is not None, yr is not None, root, *o, bv)
     return tuple(out)
 
@@ -527,7 +527,7 @@ def exp_arrays(x1, x2, consts, coefs, table, bad, min_size):
     """`dd.exp_point` on the parts (its radius ignored, as there), ``bad`` or-ed in place: (m1, m2, r), or None.
     ``consts`` = (L1, L2, L3, LM, rem, smax limit, TABLE, table half-width); ``coefs`` = (m1, m2, r, has r)
     of the balls 1/i!, arrays; ``table`` = (m1, m2, r) of e^(j/TABLE)."""
-    p = _prep((x1, x2), min_size)
+    p = views_of((x1, x2), min_size)
     if p is None:
         return None
     shape, v = p

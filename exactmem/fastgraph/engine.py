@@ -21,6 +21,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..kernel.graph import OPS as KOPS, T, axes_of, axis, bshape
+from . import rounding
 from .rounding import (dn, erf_interval, erf_point, exp_interval, fdn, fup, matmul_bounds, mid_rad, pos_sum_dn,
                        pos_sum_up, sigmoid_interval, sum_bounds, tanh_interval, up)
 
@@ -145,6 +146,10 @@ def op_add(bt, a, x, y, neg=False):
     x, y = as_float(x), as_float(y)
     shape, R, b = _out(bt, x, y)
     (xl, xh, _), (yl, yh, _) = _ab(bt, (x, y), R)
+    j = rounding.iv()
+    out = None if j is None else j.add_bounds(xl, xh, yl, yh, neg, rounding.JIT_MIN)
+    if out is not None:
+        return _shape_to(bt, *out, shape, b)
     if neg:
         return _shape_to(bt, dn(xl - yh), up(xh - yl), shape, b)
     return _shape_to(bt, dn(xl + yl), up(xh + yh), shape, b)
@@ -152,6 +157,11 @@ def op_add(bt, a, x, y, neg=False):
 
 def _mul(xl, xh, xp, yl, yh, yp):
     """[lo, hi] of the product of two intervals: the extremes of the corner products, each rounded outward."""
+    j = rounding.iv()
+    mode = 0 if xp and yp else 1 if yp else 2 if xp else 3  # ivjit.mul_bounds_k's cases, as below
+    out = None if j is None else j.mul_bounds(xl, xh, yl, yh, mode, rounding.JIT_MIN)
+    if out is not None:
+        return out
     if xp and yp:
         p = xl * yl
         return dn(p), up(p)
@@ -237,6 +247,8 @@ def op_pow(bt, a, x, y=None):
             r = FT(np.ones_like(x.lo), b=x.b)
         elif k == 1:
             r = x
+        elif (j := rounding.iv()) is not None and (out := j.pow_bounds(x.lo, x.hi, k, rounding.JIT_MIN)) is not None:
+            r = FT(*out, b=x.b)
         elif k & 1:
             al, ah = np.abs(x.lo), np.abs(x.hi)
             lo = np.where(x.lo >= 0, _power(al, k, False), -_power(al, k, True))
@@ -549,13 +561,18 @@ ELEMENTWISE = {
 SUPPORTED = set(ELEMENTWISE) | MOVES
 
 
+def _abs_max(x) -> float:
+    """max |x| as a float (NaN when x holds one, as np.abs(x).max()), by two reductions and no temporary."""
+    return max(float(x.max()), -float(x.min()))
+
+
 def width_bits(bt, t: FT) -> int:
     """An upper estimate of the bits of t's widest value in the kernel at its first precision (integer
     numerators over 2^s, s <= max(64, the constants' scales)): used only to apply the verifier's
     value and tensor-bit limits no later than the kernel would."""
     if not t.lo.size:
         return 0
-    m = max(float(np.abs(t.lo).max()), float(np.abs(t.hi).max()))
+    m = max(_abs_max(t.lo), _abs_max(t.hi))
     if t.ints:
         return int(m).bit_length()
     if not np.isfinite(m):

@@ -53,6 +53,7 @@ def fdn(q: Fraction) -> float:
 JIT = all(os.environ.get(v, "").strip() in ("", "0") for v in ("EXACTMEM_NO_JIT", "EXACTMEM_NO_NUMBA"))
 JIT_MIN = 64  # fewer elements: the NumPy path
 _ddjit = None
+_ivjit = None
 
 
 def ddjit_module():
@@ -70,6 +71,18 @@ def ddjit_module():
     return _ddjit or None
 
 
+def iv():
+    """The `ivjit` module (the float64 engine's fused interval kernels) when `JIT` is on and numba imports,
+    else None."""
+    global _ivjit
+    if not JIT or ddjit_module() is None:
+        return None
+    if _ivjit is None:
+        from . import ivjit
+        _ivjit = ivjit
+    return _ivjit
+
+
 def _jit():
     """The `ddjit` module when `JIT` is on and numba imports, else None (and `JIT` off)."""
     global JIT
@@ -80,15 +93,30 @@ def _jit():
 
 def _round_k(y, downward):
     """`up` (or `dn`) of a float64 array by the compiled kernel (one pass, the same operations per element),
-    or None (small, not contiguous, not float64, JIT off)."""
-    if y.size < JIT_MIN or y.dtype != np.float64 or not (y.flags.c_contiguous or y.flags.f_contiguous):
+    or None (small, not dense in memory, not float64, JIT off)."""
+    if y.size < JIT_MIN or y.dtype != np.float64:
         return None
     j = _jit()
     if j is None:
         return None
     o = np.empty_like(y)  # the layout NumPy's np.abs(y) would have
-    (j.dn_k if downward else j.up_k)(y.ravel("K"), o.ravel("K"))
+    flat = _in_memory_order(y, o)
+    if flat is None:
+        return None
+    (j.dn_k if downward else j.up_k)(*flat)
     return o
+
+
+def _in_memory_order(*arrays):
+    """1-d views of arrays of one shape, element i of each the same multi-index (the first array's memory
+    order: its axes sorted by stride), or None when one of them does not fill its memory densely in that
+    order (NumPy's layout of a ufunc's output follows its input's)."""
+    y = arrays[0]
+    if all(a.flags.c_contiguous for a in arrays) or all(a.flags.f_contiguous for a in arrays):
+        return [a.ravel("K") for a in arrays]
+    order = sorted(range(y.ndim), key=lambda d: (-y.strides[d], d))
+    ts = [a.transpose(order) for a in arrays]
+    return [t.reshape(-1) for t in ts] if all(t.flags.c_contiguous for t in ts) else None
 
 
 def up(y):
@@ -171,6 +199,10 @@ def mid_rad(lo, hi):
     """(m, r) with [lo, hi] ⊆ [m − r, m + r]: any float m, r rounded up."""
     if lo is hi:
         return lo, None
+    k = iv()
+    out = None if k is None else k.mid_rad(lo, hi, JIT_MIN)
+    if out is not None:
+        return out
     m = (lo + hi) * 0.5
     return m, np.maximum(up(hi - m), up(m - lo))
 
@@ -192,6 +224,10 @@ def matmul_bounds(Am, Ar, Bm, Br, absB=None):
     else:
         Y = aA if Ar is None else up(aA + Ar)
         R, kk = np.matmul(np.concatenate([X, Y], axis=-1), np.concatenate([absB, Br], axis=-2)), 2 * k
+    j = iv()
+    out = None if j is None else j.ball_ends(C, R, kk * ETA, inv_one_minus_gamma(kk), k * ETA, JIT_MIN)
+    if out is not None:
+        return out
     R = up(up(up(R + kk * ETA) * inv_one_minus_gamma(kk)) + k * ETA)
     return dn(C - R), up(C + R)
 

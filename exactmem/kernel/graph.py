@@ -621,10 +621,11 @@ def parse_graph(g, rd):
         held = rd.budget.room(span(shape), held, f"{p} (shape with zero dimensions counted as 1)")  # before reading it
         xs, vals = _list(c[key], f"{p}.{key}", prod(shape)), []
         sp = [CODES.get(v, 0) if type(v) is str else 0 for v in xs] if key == "values" else None  # -inf, inf, nan
-        for j in range(0, len(xs), 4096 if key == "ints" else 1):  # a value may have up to max_digits digits
+        for j in range(0, len(xs), 4096):  # a tick per chunk, and per long value (rat: up to max_digits digits)
             tick()
             vals += [integer(v, f"{p}.ints[{j + i}]") for i, v in enumerate(xs[j:j + 4096])] if key == "ints" else \
-                rd.vec(["0" if sp[j] else xs[j]], None, f"{p}.values[{j}:]", True)
+                [rd.rat("0" if sp[j + i] else v, f"{p}.values[{j + i}]") for i, v in enumerate(xs[j:j + 4096])]
+        rd.params.extend(vals if key == "values" else ())
         t = T(shape, vals, ints=True) if key == "ints" else marked(from_fracs(shape, vals, 0), sp)
         G.consts[name] = t if t.lo is t.hi else (shape, vals, sp)
         width = width if key == "ints" else max(width, shape[-1] if shape else 1)

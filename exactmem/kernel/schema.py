@@ -168,6 +168,8 @@ class _Reader:
             return self.rats[x]
         if not isinstance(x, str):
             bad(path, f'expected a rational string like "-3/8", got {jtype(x)}')
+        if len(x) > SHORT_TEXT:  # a long number takes time to read: the time limit is checked before it
+            self.budget.tick()
         m = _RATIONAL.fullmatch(x)
         if not m:
             bad(path, f"bad rational {x[:40]!r} (expected \"p\" or \"p/q\", decimal digits, no spaces/decimals)")
