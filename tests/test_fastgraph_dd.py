@@ -217,3 +217,37 @@ def test_precise_bounds_are_much_tighter_than_float64():
     lo2, hi2, bad2 = evaluate(plan, xs, True, cert.position, Budget(), precise=True)
     assert not bad2.any()
     assert float((hi2 - lo2).max()) * 1e3 < float((hi - lo).max())
+
+
+def test_passes_cheapest_first_and_a_pass_that_decides_little_is_skipped(monkeypatch):
+    """`check.levels`: float64, double-float up to just after the first matrix product, through half the
+    nodes, throughout; every pass encloses the same scores (their bounds overlap); `through_levels` skips, for
+    later batches, a pass (not the last) that decided under 10 % of a batch, and never the last one."""
+    from exactmem.fastgraph.engine import Plan
+    from exactmem.fastgraph.evaluate import evaluate
+
+    cert = parse_certificate(_gpt2_doc(True), Budget())
+    plan = Plan(cert.graph)
+    n = len(cert.graph.nodes)
+    first = next(i for i, node in enumerate(cert.graph.nodes) if node[0] in ("MatMul", "Gemm")) + 1
+    assert fcheck.levels(plan) == (0, first, n // 2, n) and 0 < first < n // 2
+    xs = [cert.inputs[0]]
+    got = [evaluate(plan, xs, True, cert.position, Budget(), precise=lv > 0, until=lv) for lv in fcheck.levels(plan)]
+    for lo, hi, bad in got:
+        assert not bad.any() and np.all(lo <= hi)
+        for lo2, hi2, _ in got:
+            assert np.all(np.maximum(lo, lo2) <= np.minimum(hi, hi2))  # one real value inside every enclosure
+    width = [float((hi - lo).max()) for lo, hi, _ in got]
+    assert width[-1] < width[1] < width[0]  # double-float earlier in the graph: narrower scores
+    calls = []
+
+    def attempt(level, todo):  # float64 decides nothing, the first-product pass everything
+        calls.append(level)
+        return list(todo) if level in (0, n) else []
+    assert fcheck.through_levels(plan, list(range(10)), attempt) == [] and calls == [0, first]
+    assert plan.skip == {0}
+    calls.clear()
+    assert fcheck.through_levels(plan, list(range(10)), lambda lv, t: calls.append(lv) or list(t)) == list(range(10))
+    assert calls == [first, n // 2, n] and plan.skip == {0, first, n // 2}  # the last pass is never skipped
+    monkeypatch.setattr(fcheck, "PRECISE", False)
+    assert fcheck.levels(plan) == (0,)
