@@ -69,6 +69,29 @@ def test_fast_verdicts_equal_the_arb_ladder_on_a_gpt2_graph():
     assert stats.get("float64", 0) + stats.get("double-float", 0) == len(xs)
 
 
+def test_a_loose_code_length_goes_to_the_next_pass(monkeypatch):
+    """With ``measure``, a pass before the last keeps an example only when its code length is within CODE_WIDTH
+    bits per prediction: with the width 0 every example goes on to the last (double-float) pass, whose
+    enclosures are narrower; without ``measure`` the width plays no part."""
+    model, xs, labels = _gpt2_items()
+    items = [(i, x, y) for i, (x, y) in enumerate(zip(xs, labels))]
+    runs = []
+    for width, measure in ((fastpath.CODE_WIDTH, True), (Fraction(0), True), (Fraction(0), False)):
+        monkeypatch.setattr(fastpath, "CODE_WIDTH", width)
+        cert, plan = fastpath.engine_for(model, xs[0], labels[0])
+        stats = {}
+        out, left = fastpath.fast_results(cert, plan, items, "last", measure, stats=stats)
+        assert not left and len(out) == len(xs)
+        runs.append((out, stats))
+    (loose, s1), (tight, s2), (_, s3) = runs
+    assert s1.get("float64") == len(xs) and s3.get("float64") == len(xs)  # float64 decides (and is tight enough)
+    assert s2.get("double-float") == len(xs) and not s2.get("float64")
+    for i in range(len(xs)):
+        assert loose[i][0] == tight[i][0]
+        (a, b, _), (c, d, _) = loose[i][3], tight[i][3]
+        assert d - c < b - a and a <= d and c <= b  # narrower, and both enclose the same code length
+
+
 def _lookup_data(N=12, seed=0):
     from test_codelength import V, n
 

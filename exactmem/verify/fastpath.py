@@ -21,6 +21,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 MIDPOINT_BITS = {False: 53, True: 106}  # what `bits` reports for an example the engine decided (float64, double-float)
+#: with ``measure``, a pass other than the last keeps an example only when its code length is enclosed this tightly
+#: (bits per prediction); a wider one goes to the next pass, so the claimed code length is about what the
+#: double-float pass would give (the arb ladder, for what the engine leaves, asks for a radius under 2^-40)
+CODE_WIDTH = Fraction(1, 1 << 16)
 
 
 def engine_for(model_json: Dict[str, Any], first_input, first_label, budget=None):
@@ -205,15 +209,17 @@ def fast_results(cert, plan, items: Sequence[Tuple[int, Any, Any]], position: st
     it, plus the code length (`code_length`) when ``measure``; ``bits`` is the engine's midpoint
     precision (`MIDPOINT_BITS`). The passes are the check's (`fastgraph.check.through_levels`).
     ``on_done(k)`` after each batch with the rows it finished."""
-    from ..fastgraph.check import batch_size, through_levels
+    from ..fastgraph.check import batch_size, levels, through_levels
     from ..fastgraph.evaluate import evaluate
     from ..kernel.limits import Budget
 
     stats = {} if stats is None else stats
     out: Dict[int, tuple] = {}
+    final = levels(plan)[-1]
 
     def attempt(level: int, todo: list) -> list:
-        """One pass on ``todo``: the decided rows into ``out``; the rows left."""
+        """One pass on ``todo``: the decided rows into ``out`` (with ``measure``, before the last pass, only
+        those whose code length is within `CODE_WIDTH` per prediction); the rows left."""
         precise = level > 0
         t = time.perf_counter()
         try:
@@ -227,7 +233,8 @@ def fast_results(cert, plan, items: Sequence[Tuple[int, Any, Any]], position: st
             labels = np.atleast_1d(np.asarray(lab, dtype=np.int64))
             v = "unknown" if bad[j] else decide(lo[j], hi[j], labels)
             enc = code_length(lo[j], hi[j], labels) if v != "unknown" and measure else None
-            if v == "unknown" or (measure and enc is None):
+            loose = enc is not None and level != final and enc[1] - enc[0] > CODE_WIDTH * enc[2]
+            if v == "unknown" or (measure and enc is None) or loose:
                 rest.append((row, x, lab))
                 continue
             res = (v, MIDPOINT_BITS[precise], margin_text(lo[j], hi[j], labels))
