@@ -134,37 +134,36 @@ def pow_bounds_k(xl, xh, k, lo, hi):
 # ----------------------------------------------------------------------------- calling them
 
 
-def add_bounds(xl, xh, yl, yh, neg, min_size):
-    """`engine.op_add`'s (lo, hi) of the broadcast operands, or None (the NumPy path then)."""
-    p = views_of((xl, xh, yl, yh), min_size)
+def _elementwise(kernel, parts, flags, min_size):
+    """``kernel(*views of parts, *flags, lo, hi)`` on the broadcast float64 ``parts``: (lo, hi), or None (the NumPy
+    path then: a part not float64, fewer than ``min_size`` elements, more than `ddjit.ND` dimensions)."""
+    p = views_of(parts, min_size)
     if p is None:
         return None
     shape, v = p
     out, o = new_outputs(shape, v, 2)
-    add_bounds_k(*v, neg, *o)
+    kernel(*v, *flags, *o)
     return tuple(out)
+
+
+def add_bounds(xl, xh, yl, yh, neg, min_size):
+    """`engine.op_add`'s (lo, hi) of the broadcast operands, or None."""
+    return _elementwise(add_bounds_k, (xl, xh, yl, yh), (neg,), min_size)
 
 
 def mul_bounds(xl, xh, yl, yh, mode, min_size):
     """`engine._mul`'s (lo, hi) (``mode``: `mul_bounds_k`), or None."""
-    p = views_of((xl, xh, yl, yh), min_size)
-    if p is None:
-        return None
-    shape, v = p
-    out, o = new_outputs(shape, v, 2)
-    mul_bounds_k(*v, mode, *o)
-    return tuple(out)
+    return _elementwise(mul_bounds_k, (xl, xh, yl, yh), (mode,), min_size)
 
 
 def mid_rad(lo, hi, min_size):
     """`rounding.mid_rad`'s (m, r) for lo is not hi, or None."""
-    p = views_of((lo, hi), min_size)
-    if p is None:
-        return None
-    shape, v = p
-    out, o = new_outputs(shape, v, 2)
-    mid_rad_k(*v, *o)
-    return tuple(out)
+    return _elementwise(mid_rad_k, (lo, hi), (), min_size)
+
+
+def pow_bounds(xl, xh, k, min_size):
+    """`engine.op_pow`'s (lo, hi) for an integer k >= 2 (xl, xh of one shape), or None."""
+    return _elementwise(pow_bounds_k, (xl, xh), (k,), min_size)
 
 
 def ball_ends(C, R, add1, scale, add2, min_size):
@@ -175,17 +174,6 @@ def ball_ends(C, R, add1, scale, add2, min_size):
     lo, hi = np.empty(C.shape), np.empty(C.shape)
     ball_ends_k(C.reshape(-1), R.reshape(-1), float(add1), float(scale), float(add2), lo.reshape(-1), hi.reshape(-1))
     return lo, hi
-
-
-def pow_bounds(xl, xh, k, min_size):
-    """`engine.op_pow`'s (lo, hi) for an integer k >= 2 (xl, xh of one shape), or None."""
-    p = views_of((xl, xh), min_size)
-    if p is None:
-        return None
-    shape, v = p
-    out, o = new_outputs(shape, v, 2)
-    pow_bounds_k(*v, k, *o)
-    return tuple(out)
 
 
 KERNELS3 = (add_bounds_k, mul_bounds_k, mid_rad_k, ball_ends_k, pow_bounds_k)
