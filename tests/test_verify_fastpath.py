@@ -92,6 +92,16 @@ def test_a_loose_code_length_goes_to_the_next_pass(monkeypatch):
         assert d - c < b - a and a <= d and c <= b  # narrower, and both enclose the same code length
 
 
+def test_a_code_length_that_is_not_finite_leaves_the_example_to_the_next_pass():
+    """Scores enclosed so widely that the enclosure of Σ exp reaches 0 (its log −∞): no code length (None),
+    not an exception (a Morris run stopped on one); finite, narrow bounds still give one."""
+    labels = np.array([1])
+    for w in (1e3, 1e20, 1e300):
+        assert fastpath.code_length(np.array([[-w, 0.0, 1.0]]), np.array([[w, 0.5, 2.0]]), labels) is None
+    lo, hi, k = fastpath.code_length(np.array([[0.0, 3.0, 1.0]]), np.array([[0.0, 3.0, 1.0]]), labels)
+    assert k == 1 and lo <= hi < lo + Fraction(1, 10 ** 6) and 0 < lo < 1
+
+
 def _lookup_data(N=12, seed=0):
     from test_codelength import V, n
 

@@ -81,7 +81,7 @@ def margin_text(lo: np.ndarray, hi: np.ndarray, labels: np.ndarray) -> str:
 def code_length(lo: np.ndarray, hi: np.ndarray, labels: np.ndarray, prec: int = 128):
     """[low, high, positions] (Fractions, high rounded up to 2^-GRAIN) of Σ_p −log₂ softmax(s_p)[y_p] for every
     score in the bounds: `codelength.prediction_bits` on arb balls holding [lo, hi] (the floats are exact in
-    arb); None when a bound is not finite."""
+    arb); None when a bound, or the enclosure, is not finite (the example then goes to the next pass)."""
     from ..arith.linalg import lower_fraction, upper_fraction
     from .codelength import prediction_bits, round_up
     from .evaluate import ArbBackend
@@ -99,6 +99,8 @@ def code_length(lo: np.ndarray, hi: np.ndarray, labels: np.ndarray, prec: int = 
                    for p in range(lo.shape[0]))
     finally:
         flint.ctx.prec = old
+    if not bits.is_finite():  # bounds so wide that a sum of exponentials reaches 0 (its log −∞) or overflows
+        return None
     return max(Fraction(0), lower_fraction(bits)), round_up(upper_fraction(bits)), lo.shape[0]
 
 
