@@ -46,7 +46,7 @@ def _alpha(f: Dict[str, Any]) -> str:
 
 def _schedule(plan: Dict[str, Any]) -> str:
     """The learning rate and steps: one phrase when all models share them, else per model."""
-    names = list(plan["steps"])
+    names = [m[0] for m in plan["models"]] if plan.get("models") else list(plan["steps"])
     lr = plan["lr"] if isinstance(plan["lr"], dict) else {k: plan["lr"] for k in names}
     if len({(lr[k], plan["steps"][k]) for k in names}) == 1:
         return f"lr {lr[names[0]]:g}, {plan['steps'][names[0]]} steps"
@@ -155,7 +155,7 @@ def page_tables(js: Dict[str, Any]) -> str:
             "Table 1 model above, because the whole run — training, the certified measurement of every token and the "
             "re-check — runs on one CPU thread: a model's capacity needs N ∝ parameters sequences, so training one "
             "model's dataset sizes costs ∝ parameters² (the largest here, {}, trained for {:.0f} min over its {} "
-            "networks; L2-d48, 60,528 parameters, would need about an hour per seed); the steps: a fixed budget of "
+            "networks; the larger sizes tried are under *Larger models* below); the steps: a fixed budget of "
             "{} full-batch steps on a CPU against their training to convergence on GPUs, so the capacity here is what "
             "this budget reaches (the training loss fell by at most {:.1%} over the last quarter of the steps, the "
             "cosine schedule's tail; `loss_change_last_quarter` in the JSON); and bfloat16 here is the float32-trained "
