@@ -226,3 +226,47 @@ def test_the_kernel_certifies_the_claim_and_refutes_it_raised_by_one_bit(quick):
         t["values"][i * t["shape"][1] + y] = str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
     v = check_certificate(_rehash(nudged))
     assert v.status == "REFUTED", v.message  # the claimed code length (or the claimed verdict) of an example
+
+
+# ----------------------------------------------------------------------------- engine choices (no torch)
+
+
+def _fake_verify(tmp_path, calls, auto):
+    """A stand-in for `verify.run.memorized_bits`: ``auto`` is the fast engine's memorized bits (an
+    exception to raise), the arb ladder gives float − 2; each call writes its certificate file."""
+    from types import SimpleNamespace
+
+    def memorized_bits(module, inputs, labels, *, out, name, engine="auto", **kw):
+        calls.append(engine)
+        if engine == "auto" and isinstance(auto, Exception):
+            raise auto
+        path = tmp_path / f"{name}.verify.json"
+        path.write_text(engine)
+        mem = Fraction(auto) if engine == "auto" else Fraction(998)
+        m = {"memorized_bits": str(mem), "codelength_bits": str(1000 - mem), "codelength_lower": "0",
+             "float_memorized_bits": 1000.0, "float_codelength_bits": 0.0, "n_params": 10}
+        return SimpleNamespace(memorized=m, certificate=str(path), unknown=0, bits=[53])
+    return memorized_bits
+
+
+@pytest.mark.parametrize("auto, engines, kept", [
+    ("998", ["auto"], "998"),                                   # tight: the fast engine's certificate stays
+    ("900", ["auto", "arb"], "998"),                            # 0.90 of the float estimate: the arb ladder's
+    (ValueError("ball is not finite"), ["auto", "arb"], "998"),  # the fast path failed: the arb ladder's
+])
+def test_certify_bits_falls_back_to_the_arb_ladder(tmp_path, monkeypatch, auto, engines, kept):
+    import exactmem.verify.run as vr
+
+    calls = []
+    monkeypatch.setattr(vr, "memorized_bits", _fake_verify(tmp_path, calls, auto))
+    got = mc.certify_bits(None, [[0]] * 3, None, 1000, str(tmp_path), "net",
+                          check=lambda p: {"status": "CERTIFIED", "message": "", "seconds": 0.0, "engine": "pure"})
+    assert calls == engines
+    assert got["memorized_bits_exact"] == kept and got["verify_engine"] == engines[-1]
+    assert (tmp_path / "net.verify.json").read_text() == engines[-1]  # the kept certificate is the file checked
+    assert (got["auto_memorized_bits_exact"] is None) == (engines == ["auto"])
+
+
+def test_check_engine_by_size():
+    assert mc.check_engine(15360, 96) == "pure" and mc.check_engine(15360, 192) == "auto"
+    assert mc.check_engine(4608, 192) == "pure" and mc.check_engine(mc.AUTO_CHECK_WORK, 1) == "auto"
