@@ -16,8 +16,6 @@ import shutil
 import sys
 from typing import Any, Dict, List, Tuple
 
-from .morris_capacity import AUTO_CHECK_WORK
-
 BEGIN = "<!-- morris:begin -->"
 END = "<!-- morris:end -->"
 JSON_PATH = "docs/capacity/morris.json"
@@ -130,7 +128,9 @@ def page_tables(js: Dict[str, Any]) -> str:
                                                                     f"{b['weights']}" for b in below) + ".")
             + f" Check verdicts: {', '.join(S['checks'])}. The gap float − certified is the coder's 2 bits plus "
             f"{min(gaps):+.2e} to {max(gaps):+.2e} bits (the enclosures' width and onnxruntime's float32 rounding), "
-            "so the 99 % criterion is met whenever the float estimate exceeds about 200 bits.", ""]
+            f"so the 99 % criterion is met whenever the float estimate exceeds about {(2 + max(gaps)) * 100:,.0f} bits "
+            "(the smallest float estimate here is "
+            f"{min(r['float_memorized_bits'] for r in js['rows']):,.0f} bits).", ""]
     t1 = S["morris_table1"]
     out += ["**Against Morris et al.** Their Table 1 (V = 2048, S = 64; the row quoted in issue 36) next to the "
             "models here:", "",
@@ -170,13 +170,14 @@ def page_tables(js: Dict[str, Any]) -> str:
         e[0] += 1
         e[1] += r["check_s"]
         e[2] = max(e[2], r["check_s"])
+    work = [r["params"] * r["N"] for r in js["rows"] if r.get("check_engine") == "auto"]
     out += ["**`check`.** " + "; ".join(
         f"`--engine {e}` on {k} certificate{'s' * (k > 1)} ({t / 60:.1f} min, at most {mx:.0f} s each)"
         for e, (k, t, mx) in sorted(engines.items()))
-        + " — the fast graph engine (float64 enclosures with proven rounding, judged by the kernel) for the "
-        f"certificates of parameters × N ≥ {AUTO_CHECK_WORK:,}, where it is several times faster than the pure kernel; the pure "
-        "kernel below, where the fast engine's start-up costs more than it saves "
-        "(`morris_capacity.check_engine`).", "",
+        + (" — the fast graph engine (float64 enclosures with proven rounding, judged by the kernel) for the "
+           f"certificates of parameters × N ≥ {min(work):,} here, where it is several times faster than the pure "
+           "kernel; the pure kernel below, where the fast engine's start-up costs more than it saves "
+           "(the rule: `morris_capacity.check_engine`)." if work else "."), "",
             f"![memorized bits vs N]({os.path.relpath(FIG1, 'docs')}) ![capacity vs parameters]"
             f"({os.path.relpath(FIG6, 'docs')})"]
     cited = js.get("certificates") or []
