@@ -33,6 +33,14 @@ def committed():
     return json.loads(JSON.read_text(encoding="utf-8"))
 
 
+def _read_cert(name: str) -> bytes:
+    """A cited certificate's JSON bytes (gunzipped when committed as .json.gz)."""
+    import gzip
+
+    data = (ROOT / mp.CERT_DIR / name).read_bytes()
+    return gzip.decompress(data) if name.endswith(".gz") else data
+
+
 def test_the_cited_certificates_are_committed_as_recorded():
     """The certificates the page cites (the capacity rows) are in docs/capacity/certs/morris with the
     SHA-256 the JSON records, one per capacity (model, weights, seed) at its best N."""
@@ -43,10 +51,13 @@ def test_the_cited_certificates_are_committed_as_recorded():
     caps = js["summary"]["capacities"]
     assert len(cited) == len(caps) >= 16
     want = {f"{c['model']}-N{c['N_certified']}-s{c['seed']}-{c['weights']}.verify.json" for c in caps}
-    assert {c["file"] for c in cited} == want
+    assert {c["file"].removesuffix(".gz") for c in cited} == want
+    rows = {r["certificate"]: r for r in js["rows"]}
     for c in cited:
-        path = ROOT / mp.CERT_DIR / c["file"]
-        assert hashlib.sha256(path.read_bytes()).hexdigest() == c["sha256"], c["file"]
+        assert c["sha256"] == rows[c["file"].removesuffix(".gz")]["certificate_sha256"], c["file"]
+        assert hashlib.sha256(_read_cert(c["file"])).hexdigest() == c["sha256"], c["file"]
+    on_disk = {p.name for p in (ROOT / mp.CERT_DIR).iterdir() if p.name.endswith((".verify.json", ".verify.json.gz"))}
+    assert on_disk == {c["file"] for c in cited}  # no certificate of an earlier run left behind
 
 
 def test_the_fast_graph_engine_certifies_a_cited_certificate_with_the_pages_code_length():
@@ -58,24 +69,27 @@ def test_the_fast_graph_engine_certifies_a_cited_certificate_with_the_pages_code
     js = committed()
     rows = {r["certificate"]: r for r in js["rows"]}
     c = min(js["certificates"], key=lambda c: (ROOT / mp.CERT_DIR / c["file"]).stat().st_size)
-    v = check_certificate_fast(json.loads((ROOT / mp.CERT_DIR / c["file"]).read_text()))
+    v = check_certificate_fast(json.loads(_read_cert(c["file"])))
     assert v.status == "CERTIFIED", v.message
-    assert v.measured["codelength_bits"] == Fraction(rows[c["file"]]["codelength_bits"])
+    assert v.measured["codelength_bits"] == Fraction(rows[c["file"].removesuffix(".gz")]["codelength_bits"])
 
 
 @pytest.mark.slow
 def test_the_cited_certificates_check_and_give_the_pages_code_lengths():
-    """`check` of the four smallest cited certificates from this checkout (all 16 take ~20 minutes of the
-    pure kernel: `for f in docs/capacity/certs/morris/*.json; do python -m exactmem check $f; done`):
+    """`check` of the four smallest cited certificates by the pure kernel and of the largest by the fast
+    graph engine (what `check --engine auto` runs on it; `morris_capacity.check_engine`) from this checkout
+    (all of them: `for f in docs/capacity/certs/morris/*; do python -m exactmem check $f --engine auto; done`):
     CERTIFIED, the measured codelength_bits the row's (so the page's certified memorized bits are the kernel's)."""
+    from exactmem.certificate.fastcheck import check_certificate_fast
     from exactmem.kernel.checker import check_certificate
 
     js = committed()
     rows = {r["certificate"]: r for r in js["rows"]}
-    for c in sorted(js["certificates"], key=lambda c: (ROOT / mp.CERT_DIR / c["file"]).stat().st_size)[:4]:
-        v = check_certificate(json.loads((ROOT / mp.CERT_DIR / c["file"]).read_text()))
+    by_size = sorted(js["certificates"], key=lambda c: len(_read_cert(c["file"])))
+    for c, check in [(c, check_certificate) for c in by_size[:4]] + [(by_size[-1], check_certificate_fast)]:
+        v = check(json.loads(_read_cert(c["file"])))
         assert v.status == "CERTIFIED", (c["file"], v.message)
-        assert v.measured["codelength_bits"] == Fraction(rows[c["file"]]["codelength_bits"]), c["file"]
+        assert v.measured["codelength_bits"] == Fraction(rows[c["file"].removesuffix(".gz")]["codelength_bits"]), c["file"]
 
 
 def test_the_docs_section_is_generated_from_the_json():
@@ -212,3 +226,47 @@ def test_the_kernel_certifies_the_claim_and_refutes_it_raised_by_one_bit(quick):
         t["values"][i * t["shape"][1] + y] = str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
     v = check_certificate(_rehash(nudged))
     assert v.status == "REFUTED", v.message  # the claimed code length (or the claimed verdict) of an example
+
+
+# ----------------------------------------------------------------------------- engine choices (no torch)
+
+
+def _fake_verify(tmp_path, calls, auto):
+    """A stand-in for `verify.run.memorized_bits`: ``auto`` is the fast engine's memorized bits (an
+    exception to raise), the arb ladder gives float − 2; each call writes its certificate file."""
+    from types import SimpleNamespace
+
+    def memorized_bits(module, inputs, labels, *, out, name, engine="auto", **kw):
+        calls.append(engine)
+        if engine == "auto" and isinstance(auto, Exception):
+            raise auto
+        path = tmp_path / f"{name}.verify.json"
+        path.write_text(engine)
+        mem = Fraction(auto) if engine == "auto" else Fraction(998)
+        m = {"memorized_bits": str(mem), "codelength_bits": str(1000 - mem), "codelength_lower": "0",
+             "float_memorized_bits": 1000.0, "float_codelength_bits": 0.0, "n_params": 10}
+        return SimpleNamespace(memorized=m, certificate=str(path), unknown=0, bits=[53])
+    return memorized_bits
+
+
+@pytest.mark.parametrize("auto, engines, kept", [
+    ("998", ["auto"], "998"),                                   # tight: the fast engine's certificate stays
+    ("900", ["auto", "arb"], "998"),                            # 0.90 of the float estimate: the arb ladder's
+    (ValueError("ball is not finite"), ["auto", "arb"], "998"),  # the fast path failed: the arb ladder's
+])
+def test_certify_bits_falls_back_to_the_arb_ladder(tmp_path, monkeypatch, auto, engines, kept):
+    import exactmem.verify.run as vr
+
+    calls = []
+    monkeypatch.setattr(vr, "memorized_bits", _fake_verify(tmp_path, calls, auto))
+    got = mc.certify_bits(None, [[0]] * 3, None, 1000, str(tmp_path), "net",
+                          check=lambda p: {"status": "CERTIFIED", "message": "", "seconds": 0.0, "engine": "pure"})
+    assert calls == engines
+    assert got["memorized_bits_exact"] == kept and got["verify_engine"] == engines[-1]
+    assert (tmp_path / "net.verify.json").read_text() == engines[-1]  # the kept certificate is the file checked
+    assert (got["auto_memorized_bits_exact"] is None) == (engines == ["auto"])
+
+
+def test_check_engine_by_size():
+    assert mc.check_engine(15360, 96) == "pure" and mc.check_engine(15360, 192) == "auto"
+    assert mc.check_engine(4608, 192) == "pure" and mc.check_engine(mc.AUTO_CHECK_WORK, 1) == "auto"

@@ -51,13 +51,19 @@ MORRIS_TABLE1 = [
 ]
 MORRIS_ALPHA = {"overall": 3.6, "float32": 3.83, "bfloat16": 3.51}
 
-# model sizes (name, layers, width, heads); dataset sizes N per model bracket its capacity (pilot: PILOTS)
+# model sizes (name, layers, width, heads); dataset sizes N per model bracket its capacity. L1-d32 was piloted
+# on one thread (issue 36): 1.83 bits/param at N = 512 (lr 5e-3, 2,000 steps), 1.92 at N = 1,024 (lr 1e-2,
+# 1,500 steps, 124 s), so its capacity sits near N ≈ 300. Larger sizes tried and left out of this run
+# (docs/capacity.md § Larger models): L2-d32 (28,064 parameters; capacity near N ≈ 600, 1,000 steps of lr 1e-2)
+# needs verify's arb ladder (`ARB_BELOW`), about 40 minutes for its 16 networks; L2-d48 (60,528) needs
+# N ≈ 2,000 and ~0.5 s per full-batch step, about an hour of training per seed.
 FULL: Dict[str, Any] = {
-    "models": [("L1-d6", 1, 6, 1), ("L1-d8", 1, 8, 1), ("L2-d10", 2, 10, 1), ("L1-d16", 1, 16, 1)],
+    "models": [("L1-d6", 1, 6, 1), ("L1-d8", 1, 8, 1), ("L2-d10", 2, 10, 1), ("L1-d16", 1, 16, 1),
+               ("L1-d32", 1, 32, 1)],
     "N": {"L1-d6": [5, 10, 20, 40], "L1-d8": [8, 16, 32, 64], "L2-d10": [18, 36, 72, 144],
-          "L1-d16": [24, 48, 96, 192]},
-    "steps": {"L1-d6": 2500, "L1-d8": 2500, "L2-d10": 2500, "L1-d16": 2500},
-    "lr": 5e-3,
+          "L1-d16": [24, 48, 96, 192], "L1-d32": [96, 192, 384, 768]},
+    "steps": {"L1-d6": 2500, "L1-d8": 2500, "L2-d10": 2500, "L1-d16": 2500, "L1-d32": 1500},
+    "lr": {"L1-d6": 5e-3, "L1-d8": 5e-3, "L2-d10": 5e-3, "L1-d16": 5e-3, "L1-d32": 1e-2},
     "seeds": 2,
 }
 QUICK: Dict[str, Any] = {
@@ -73,6 +79,11 @@ def plan(quick: bool) -> Dict[str, Any]:
     return QUICK if quick else FULL
 
 
+def model_lr(P: Dict[str, Any], name: str) -> float:
+    """The plan's learning rate for model ``name`` (one for all, or a dict by model)."""
+    return P["lr"][name] if isinstance(P["lr"], dict) else P["lr"]
+
+
 # ----------------------------------------------------------------------------- measurement
 
 
@@ -81,20 +92,38 @@ def _package_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def check_cli(path: str) -> Dict[str, Any]:
-    """``python -m exactmem check PATH --json`` in a fresh process (this checkout's exactmem, no time
-    limit): the kernel's verdict read from the written file, and the wall time."""
+# `check` of the certificates: the pure kernel, or --engine auto (the fast graph engine's float64 enclosures
+# with proven rounding, then double-float midpoints, judged by the kernel; the kernel's own ladder for every
+# example they leave) — the same verdicts, both sound. Measured on one thread (issue 36): on the L1-d32
+# N = 512 certificate that verify's default engine writes (15,360 parameters, 512 sequences) auto took
+# 16.5 s against the pure kernel's 132 s; on the small models the fast engine's start-up (its compiled
+# kernels, ~25 s) dominates and the pure kernel is faster (L1-d6 N = 40: 3.4 s pure, 28 s auto). So auto
+# from `AUTO_CHECK_WORK` parameter·sequences on, the pure kernel below.
+AUTO_CHECK_WORK = 2_000_000
+ARB_BELOW = 0.995  # re-measure with verify --engine arb when the fast engine's certified bits fall below this share
+
+
+def check_engine(params: int, n_sequences: int) -> str:
+    """The ``check --engine`` used for a certificate of a model of ``params`` parameters on
+    ``n_sequences`` sequences (`AUTO_CHECK_WORK`)."""
+    return "auto" if params * n_sequences >= AUTO_CHECK_WORK else "pure"
+
+
+def check_cli(path: str, engine: str = "pure") -> Dict[str, Any]:
+    """``python -m exactmem check PATH --json --engine ENGINE`` in a fresh process (this checkout's
+    exactmem, no time limit): the kernel's verdict read from the written file, and the wall time."""
     env = dict(os.environ)
     env["PYTHONPATH"] = _package_root() + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "exactmem", "check", path, "--json", "--quiet", "--time-limit", "none"],
-                       capture_output=True, text=True, env=env)
+    p = subprocess.run([sys.executable, "-m", "exactmem", "check", path, "--json", "--quiet", "--time-limit", "none",
+                        "--engine", engine], capture_output=True, text=True, env=env)
     dt = time.perf_counter() - t0
     try:
         v = json.loads(p.stdout)
     except ValueError:
-        return {"status": "ERROR", "message": (p.stderr or p.stdout).strip().splitlines()[-1:] or [""], "seconds": dt}
-    return {"status": v["status"], "message": v["message"], "seconds": dt,
+        return {"status": "ERROR", "message": (p.stderr or p.stdout).strip().splitlines()[-1:] or [""], "seconds": dt,
+                "engine": engine}
+    return {"status": v["status"], "message": v["message"], "seconds": dt, "engine": engine,
             "codelength_bits": (v.get("measured") or {}).get("codelength_bits")}
 
 
@@ -107,21 +136,41 @@ def sha256(path: str) -> str:
 
 
 def certify_bits(module, inputs, labels, dataset_bits: int, cert_dir: str, name: str, workers: int = 1,
-                 check: Callable[[str], Dict[str, Any]] = check_cli) -> Dict[str, Any]:
+                 check: Optional[Callable[[str], Dict[str, Any]]] = None) -> Dict[str, Any]:
     """The certified code length and memorized bits of the torch ``module`` on (inputs, labels),
     position all, with the labels' entropy ``dataset_bits`` (the model scores V + 1 classes, the
-    data use V), its certificate written to ``cert_dir/name.verify.json`` and checked by ``check``."""
+    data use V), its certificate written to ``cert_dir/name.verify.json`` and checked by ``check`` (default:
+    `check_cli` with the engine `check_engine` picks for the module's size)."""
     from ..verify.run import memorized_bits
     from .certify_trained import _quiet_exporter
 
     _quiet_exporter()
     t0 = time.perf_counter()
-    res = memorized_bits(module, inputs, labels, out=cert_dir, name=name, source_bits=dataset_bits, workers=workers,
-                         quiet=True)
+    verify_engine, auto_bits = "auto", None
+    try:
+        res = memorized_bits(module, inputs, labels, out=cert_dir, name=name, source_bits=dataset_bits,
+                             workers=workers, quiet=True)
+        m = res.memorized
+    except Exception as e:  # noqa: BLE001 — the fast engine's code length failed (e.g. a non-finite ball): arb below
+        m, auto_bits = {"why": f"{type(e).__name__}: {e}"}, f"error: {type(e).__name__}: {e}"
+    fl = m.get("float_memorized_bits")
+    if m.get("memorized_bits") is None or (fl and float(Fraction(m["memorized_bits"])) < ARB_BELOW * fl):
+        # verify's fast engine keeps an example's float64 enclosure once its verdict is decided, however wide:
+        # on a 2-layer width-32 GPT-2 (pilot, issue 36) their widths added ~0.6 bits per token to the code
+        # length (certified 0.88 of the float estimate at N = 640), and on another network of that size its
+        # code length raised "ball is not finite". The arb ladder narrows every enclosure below 2^-40 bits
+        # (certified = float − 2.0 bits there, 4× the time); the float ratio only picks which of two sound
+        # certificates to keep (the arb one, written last under the same name).
+        auto_bits = auto_bits or m["memorized_bits"]
+        res = memorized_bits(module, inputs, labels, out=cert_dir, name=name, source_bits=dataset_bits,
+                             workers=workers, quiet=True, engine="arb")
+        m, verify_engine = res.memorized, "arb"
+        if m.get("memorized_bits") is None:
+            raise RuntimeError(f"{name}: the code length is not enclosed by the arb ladder ({m.get('why')})")
     t_verify = time.perf_counter() - t0
-    m = res.memorized
-    if m.get("memorized_bits") is None:
-        raise RuntimeError(f"{name}: the code length is not enclosed ({m.get('why')})")
+    if check is None:
+        engine = check_engine(int(m["n_params"]), len(inputs))
+        check = lambda path: check_cli(path, engine)  # noqa: E731
     chk = check(res.certificate)
     if chk.get("codelength_bits") is not None and Fraction(chk["codelength_bits"]) != Fraction(m["codelength_bits"]):
         chk["status"] += " (measured code length differs from the claim)"
@@ -132,6 +181,8 @@ def certify_bits(module, inputs, labels, dataset_bits: int, cert_dir: str, name:
             "unknown_examples": res.unknown,
             "precision_bits": max(res.bits) if res.bits else None, "verify_s": round(t_verify, 1),
             "check": chk["status"], "check_message": chk.get("message"), "check_s": round(chk["seconds"], 1),
+            "check_engine": chk.get("engine"), "verify_engine": verify_engine,
+            "auto_memorized_bits_exact": auto_bits,
             "certificate": os.path.basename(res.certificate), "certificate_sha256": sha256(res.certificate),
             "certificate_bytes": os.path.getsize(res.certificate)}
 
@@ -211,7 +262,8 @@ def run(config: RunConfig, record: Record) -> None:
                 f"{SEQ_LEN * int(math.log2(VOCAB))}·N, exact.")
     record.note("model: transformers GPT2LMHeadModel, default GPT2Config except n_layer, n_embd, n_head, vocab_size = V + 1, "
                 "n_positions = S, and dropout 0; output layer tied to the token embedding; params = trainable parameters.")
-    record.note(f"training: AdamW (betas 0.9/0.999, weight decay 0), lr {P['lr']:g} with a 5 % linear warm-up then cosine decay to 0, full batch, "
+    lrs = P["lr"] if isinstance(P["lr"], dict) else {name: P["lr"] for name, *_ in P["models"]}
+    record.note(f"training: AdamW (betas 0.9/0.999, weight decay 0), lr ({', '.join(f'{k}: {v:g}' for k, v in lrs.items())}) with a 5 % linear warm-up then cosine decay to 0, full batch, "
                 f"fixed steps per model ({', '.join(f'{k}: {v}' for k, v in P['steps'].items())}); one torch thread, CPU.")
     record.note("measurement: exactmem.memorized_bits (torch.onnx.export, float32 weights exact, -log2 p enclosed per token, "
                 "code length = sum of upper ends + 2 coder bits); float = onnxruntime float32 log-probabilities of the same "
@@ -224,8 +276,8 @@ def run(config: RunConfig, record: Record) -> None:
                 dbits = N * SEQ_LEN * int(math.log2(VOCAB))
                 model = mt.make_model(L, d, H, VOCAB, SEQ_LEN, seed)
                 params = mt.n_params(model)
-                steps = P["steps"][name]
-                tr = mt.train(model, inputs, labels, steps, P["lr"], seed, eval_every=max(1, steps // 20))
+                steps, lr = P["steps"][name], model_lr(P, name)
+                tr = mt.train(model, inputs, labels, steps, lr, seed, eval_every=max(1, steps // 20))
                 t_train += tr.seconds
                 torch_float = dbits - mt.float_bits(model, inputs, labels)
                 record.log(f"{name} ({params} params) N={N} seed {seed}: {steps} steps in {tr.seconds:.0f} s, loss "
@@ -242,10 +294,12 @@ def run(config: RunConfig, record: Record) -> None:
                                + (f" (ratio {ratio:.5f})" if ratio is not None else "")
                                + f"; check {m['check']} ({m['verify_s']:.0f} s + {m['check_s']:.0f} s)")
                     record.row(model=name, layers=L, width=d, heads=H, params=params, N=N, seed=seed, weights=w,
-                               dataset_bits=dbits, steps=steps, lr=P["lr"], train_s=round(tr.seconds, 1),
+                               dataset_bits=dbits, steps=steps, lr=lr, train_s=round(tr.seconds, 1),
                                final_loss=round(tr.loss, 5), loss_change_last_quarter=_loss_flat(tr.curve),
                                torch_float_memorized_bits=round(torch_float, 3) if w == "float32" else None,
                                certified_over_float=ratio, **m)
+                    with open(os.path.join(config.out, "morris-capacity.rows.partial.json"), "w", encoding="utf-8") as fh:
+                        json.dump(record.rows, fh)  # the rows so far, should a long run stop before its JSON
     record.timings.update({"train_s": round(t_train, 1), "verify_s": round(t_cert, 1), "check_s": round(t_check, 1)})
     record.summary.update(summarize(record.rows))
     record.summary["plan"] = {"vocab": VOCAB, "seq_len": SEQ_LEN, "models": P["models"], "N": P["N"],

@@ -42,6 +42,15 @@ def _alpha(f: Dict[str, Any]) -> str:
     return f"{f['alpha']:.3f}" + (f" ± {f['se']:.3f}" if f.get("se") is not None else "")
 
 
+def _schedule(plan: Dict[str, Any]) -> str:
+    """The learning rate and steps: one phrase when all models share them, else per model."""
+    names = [m[0] for m in plan["models"]] if plan.get("models") else list(plan["steps"])
+    lr = plan["lr"] if isinstance(plan["lr"], dict) else {k: plan["lr"] for k in names}
+    if len({(lr[k], plan["steps"][k]) for k in names}) == 1:
+        return f"lr {lr[names[0]]:g}, {plan['steps'][names[0]]} steps"
+    return "lr and steps per model: " + ", ".join(f"{k} {lr[k]:g} × {plan['steps'][k]}" for k in names)
+
+
 def page_tables(js: Dict[str, Any]) -> str:
     """The section's Markdown: set-up, one table per model, capacities, α against Morris et al."""
     S, plan = js["summary"], js["summary"]["plan"]
@@ -56,8 +65,8 @@ def page_tables(js: Dict[str, Any]) -> str:
            f"**Set-up.** `transformers` `GPT2LMHeadModel` (default `GPT2Config` except the sizes below, vocabulary V + 1 "
            f"with a BOS token, context {n}, dropout 0), trained on N sequences of S = {n} tokens drawn uniformly from "
            f"V = {V} values ({n} · log₂ {V} = {n * (V.bit_length() - 1)} bits per sequence), BOS prepended so every token "
-           f"is predicted; AdamW, lr {plan['lr']:g}, 5 % warm-up then cosine decay, full batch, "
-           f"{', '.join(sorted({str(s) for s in plan['steps'].values()}))} steps; seeds {', '.join(map(str, seeds))}. "
+           f"is predicted; AdamW, 5 % warm-up then cosine decay, full batch, {_schedule(plan)}; "
+           f"seeds {', '.join(map(str, seeds))}. "
            "Per network: **certified** memorized bits = dataset bits − certified code length (the enclosures' upper ends "
            "+ 2 coder bits; a lower bound on what the real-number network of the stored weights memorized) and the "
            "**float** estimate (onnxruntime's float32 log-probabilities of the same exported network), with the float32 "
@@ -119,7 +128,9 @@ def page_tables(js: Dict[str, Any]) -> str:
                                                                     f"{b['weights']}" for b in below) + ".")
             + f" Check verdicts: {', '.join(S['checks'])}. The gap float − certified is the coder's 2 bits plus "
             f"{min(gaps):+.2e} to {max(gaps):+.2e} bits (the enclosures' width and onnxruntime's float32 rounding), "
-            "so the 99 % criterion is met whenever the float estimate exceeds about 200 bits.", ""]
+            f"so the 99 % criterion is met whenever the float estimate exceeds about {(2 + max(gaps)) * 100:,.0f} bits "
+            "(the smallest float estimate here is "
+            f"{min(r['float_memorized_bits'] for r in js['rows']):,.0f} bits).", ""]
     t1 = S["morris_table1"]
     out += ["**Against Morris et al.** Their Table 1 (V = 2048, S = 64; the row quoted in issue 36) next to the "
             "models here:", "",
@@ -136,15 +147,37 @@ def page_tables(js: Dict[str, Any]) -> str:
     ps = [m["params"] for m in _models(js)]
     small = min(r["params"] for r in t1)
     flat = [r["loss_change_last_quarter"] for r in js["rows"] if r.get("loss_change_last_quarter") is not None]
+    steps = sorted(set(plan["steps"].values()))
+    big = max(_models(js), key=lambda m: m["params"])
+    big_train = sum(r["train_s"] for r in js["rows"] if r["model"] == big["model"] and r["weights"] == "float32")
     out += ["", f"What differs: the vocabulary (V = {V} vs 2048) and the length (S = {n} vs 64), so the token embedding "
             "is a smaller share of the parameters; the models ({:,}–{:,} parameters) are {:.0f}–{:.0f}× smaller than the "
-            "Table 1 model above, because every token of every sequence is certified in exact arithmetic and the kernel's "
-            "re-check (pure Python) dominates the run; the steps: a fixed budget of a few thousand full-batch steps on "
-            "a CPU against their training to convergence on GPUs, so the capacity here is what this budget reaches "
-            "(the training loss fell by at most {:.1%} over the last quarter of the steps, the cosine schedule's "
-            "tail; `loss_change_last_quarter` in the JSON); and bfloat16 here is the float32-trained network rounded "
-            "after training, not bfloat16 training.".format(min(ps), max(ps), small / max(ps), small / min(ps),
-                                                             max(flat) if flat else float("nan")), "",
+            "Table 1 model above, because the whole run — training, the certified measurement of every token and the "
+            "re-check — runs on one CPU thread: a model's capacity needs N ∝ parameters sequences, so training one "
+            "model's dataset sizes costs ∝ parameters² (the largest here, {}, trained for {:.0f} min over its {} "
+            "networks; the larger sizes tried are under *Larger models* below); the steps: a fixed budget of "
+            "{} full-batch steps on a CPU against their training to convergence on GPUs, so the capacity here is what "
+            "this budget reaches (the training loss fell by at most {:.1%} over the last quarter of the steps, the "
+            "cosine schedule's tail; `loss_change_last_quarter` in the JSON); and bfloat16 here is the float32-trained "
+            "network rounded after training, not bfloat16 training.".format(
+                min(ps), max(ps), small / max(ps), small / min(ps), big["model"], big_train / 60,
+                len([r for r in js["rows"] if r["model"] == big["model"] and r["weights"] == "float32"]),
+                "–".join(f"{x:,}" for x in (steps[0], steps[-1])) if len(steps) > 1 else f"{steps[0]:,}",
+                max(flat) if flat else float("nan")), ""]
+    engines = {}
+    for r in js["rows"]:
+        e = engines.setdefault(r.get("check_engine") or "pure", [0, 0.0, 0.0])
+        e[0] += 1
+        e[1] += r["check_s"]
+        e[2] = max(e[2], r["check_s"])
+    work = [r["params"] * r["N"] for r in js["rows"] if r.get("check_engine") == "auto"]
+    out += ["**`check`.** " + "; ".join(
+        f"`--engine {e}` on {k} certificate{'s' * (k > 1)} ({t / 60:.1f} min, at most {mx:.0f} s each)"
+        for e, (k, t, mx) in sorted(engines.items()))
+        + (" — the fast graph engine (float64 enclosures with proven rounding, judged by the kernel) for the "
+           f"certificates of parameters × N ≥ {min(work):,} here, where it is several times faster than the pure "
+           "kernel; the pure kernel below, where the fast engine's start-up costs more than it saves "
+           "(the rule: `morris_capacity.check_engine`)." if work else "."), "",
             f"![memorized bits vs N]({os.path.relpath(FIG1, 'docs')}) ![capacity vs parameters]"
             f"({os.path.relpath(FIG6, 'docs')})"]
     cited = js.get("certificates") or []
@@ -152,7 +185,8 @@ def page_tables(js: Dict[str, Any]) -> str:
         out += ["", f"**Certificates.** The {len(cited)} networks that define the capacities above (each model, weight "
                     f"format and seed at its best N) are committed in `{CERT_DIR}/`; `python -m exactmem check "
                     f"{CERT_DIR}/NAME` re-derives each (`tests/test_morris.py` checks their SHA-256 against the JSON "
-                    "and, marked slow, re-checks them all): " + ", ".join(f"`{c['file']}`" for c in cited) + "."]
+                    "and, marked slow, re-checks the four smallest with the kernel and the largest with the fast engine; "
+                    "`.json.gz` files are gzipped, `check` reads them as they are): " + ", ".join(f"`{c['file']}`" for c in cited) + "."]
     return "\n".join(out) + "\n"
 
 
@@ -230,16 +264,64 @@ def figures(js: Dict[str, Any]) -> List[Tuple[Any, str]]:
     return [(fig1, "fig1"), (fig6, "fig6")]
 
 
+GZIP_ABOVE = 256 * 1024  # cited certificates larger than this are committed gzipped (``check`` reads .json.gz)
+
+
+def cited_rows(js: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The rows that define the capacities: per (model, weights, seed) the row at its best certified N."""
+    caps = js["summary"]["capacities"]
+    best = {(c["model"], c["weights"], c["seed"], c["N_certified"]) for c in caps}
+    return [r for r in js["rows"] if (r["model"], r["weights"], r["seed"], r["N"]) in best]
+
+
+def publish_certificates(js: Dict[str, Any], cert_src: str, root: str = ".") -> List[Dict[str, str]]:
+    """Copy the cited certificates (`cited_rows`) from ``cert_src`` to `CERT_DIR` — gzipped (mtime 0, so the
+    bytes are reproducible) above `GZIP_ABOVE` — after checking each file's SHA-256 against its row, and
+    remove the certificates of earlier runs there. Returns ``[{"file", "sha256"}]``, the SHA-256 of the
+    certificate's JSON (uncompressed, as the row records it)."""
+    import gzip
+    import hashlib
+
+    dest = os.path.join(root, CERT_DIR)
+    os.makedirs(dest, exist_ok=True)
+    out = []
+    for r in sorted(cited_rows(js), key=lambda r: r["certificate"]):
+        with open(os.path.join(cert_src, r["certificate"]), "rb") as fh:
+            data = fh.read()
+        if hashlib.sha256(data).hexdigest() != r["certificate_sha256"]:
+            raise ValueError(f"{r['certificate']}: its SHA-256 differs from the row's")
+        name = r["certificate"] + (".gz" if len(data) > GZIP_ABOVE else "")
+        with open(os.path.join(dest, name), "wb") as fh:
+            if name.endswith(".gz"):
+                with gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
+                    gz.write(data)
+            else:
+                fh.write(data)
+        out.append({"file": name, "sha256": r["certificate_sha256"]})
+    keep = {c["file"] for c in out}
+    for f in os.listdir(dest):
+        if f.endswith((".verify.json", ".verify.json.gz")) and f not in keep:
+            os.remove(os.path.join(dest, f))
+    return out
+
+
 def publish(run_json: str, root: str = ".") -> List[str]:
-    """Copy ``run_json`` to `JSON_PATH`, draw the figures, rewrite the section of ``docs/capacity.md``
-    (paths under ``root``); returns the written paths."""
+    """Copy ``run_json`` to `JSON_PATH` — with the cited certificates (`publish_certificates`, from the
+    run's ``certs/`` beside it, when present) recorded under ``certificates`` — draw the figures, rewrite
+    the section of ``docs/capacity.md`` (paths under ``root``); returns the written paths."""
     import matplotlib.pyplot as plt
 
     with open(run_json, encoding="utf-8") as fh:
         js = json.load(fh)
     dest = os.path.join(root, JSON_PATH)
     os.makedirs(os.path.dirname(dest), exist_ok=True)
-    if os.path.abspath(run_json) != os.path.abspath(dest):
+    cert_src = os.path.join(os.path.dirname(os.path.abspath(run_json)), "certs")
+    if os.path.isdir(cert_src) and os.path.abspath(run_json) != os.path.abspath(dest):
+        js["certificates"] = publish_certificates(js, cert_src, root)
+        with open(dest, "w", encoding="utf-8") as fh:
+            json.dump(js, fh, indent=1)
+            fh.write("\n")
+    elif os.path.abspath(run_json) != os.path.abspath(dest):
         shutil.copyfile(run_json, dest)
     paths = [dest]
     for (fig, tag), path in zip(figures(js), (FIG1, FIG6)):
