@@ -55,7 +55,7 @@ MORRIS_ALPHA = {"overall": 3.6, "float32": 3.83, "bfloat16": 3.51}
 # on one thread (issue 36): 1.83 bits/param at N = 512 (lr 5e-3, 2,000 steps), 1.92 at N = 1,024 (lr 1e-2,
 # 1,500 steps, 124 s), so its capacity sits near N ≈ 300. Larger sizes tried and left out of this run
 # (docs/capacity.md § Larger models): L2-d32 (28,064 parameters; capacity near N ≈ 600, 1,000 steps of lr 1e-2)
-# needs verify's arb ladder (`ARB_BELOW`), about 40 minutes for its 16 networks; L2-d48 (60,528) needs
+# missed the 99 % criterion with verify's fast path of that time (see `ARB_BELOW`; not re-run since); L2-d48 (60,528) needs
 # N ≈ 2,000 and ~0.5 s per full-batch step, about an hour of training per seed.
 FULL: Dict[str, Any] = {
     "models": [("L1-d6", 1, 6, 1), ("L1-d8", 1, 8, 1), ("L2-d10", 2, 10, 1), ("L1-d16", 1, 16, 1),
@@ -155,12 +155,13 @@ def certify_bits(module, inputs, labels, dataset_bits: int, cert_dir: str, name:
         m, auto_bits = {"why": f"{type(e).__name__}: {e}"}, f"error: {type(e).__name__}: {e}"
     fl = m.get("float_memorized_bits")
     if m.get("memorized_bits") is None or (fl and float(Fraction(m["memorized_bits"])) < ARB_BELOW * fl):
-        # verify's fast engine keeps an example's float64 enclosure once its verdict is decided, however wide:
-        # on a 2-layer width-32 GPT-2 (pilot, issue 36) their widths added ~0.6 bits per token to the code
-        # length (certified 0.88 of the float estimate at N = 640), and on another network of that size its
-        # code length raised "ball is not finite". The arb ladder narrows every enclosure below 2^-40 bits
-        # (certified = float − 2.0 bits there, 4× the time); the float ratio only picks which of two sound
-        # certificates to keep (the arb one, written last under the same name).
+        # A safety net. verify's fast engine used to keep an example's float64 enclosure once its verdict was
+        # decided, however wide: on a 2-layer width-32 GPT-2 (issue 36) that added ~0.6 bits per token to the
+        # code length (certified 0.88 of the float estimate at N = 640), and on another network of that size
+        # its code length raised "ball is not finite". It now keeps a pass's code length only within
+        # fastpath.CODE_WIDTH bits per prediction and hands a non-finite one to the next pass. The arb ladder
+        # narrows every enclosure below 2^-40 bits (4× the time); the float ratio only picks which of two
+        # sound certificates to keep (the arb one, written last under the same name).
         auto_bits = auto_bits or m["memorized_bits"]
         res = memorized_bits(module, inputs, labels, out=cert_dir, name=name, source_bits=dataset_bits,
                              workers=workers, quiet=True, engine="arb")
