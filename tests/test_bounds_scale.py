@@ -200,7 +200,8 @@ def test_next_token_report_at_scale_shows_both_sides():
 # ------------------------------------------------------- sharp minimum: search == scan
 
 @pytest.mark.parametrize("shape", [(1, 1, 1, 1, 1), (1, 2, 1, 1, 2), (1, 3, 2, 2, 3), (2, 1, 2, 1, 3)])
-@pytest.mark.parametrize("n,N", [(1, 1), (1, 2), (2, 5), (8, 100), (8, 1000), (1, 20000), (3, 10 ** 5)])
+@pytest.mark.parametrize("n,N", [(1, 1), (1, 2), (2, 5), (8, 100), (8, 1000), (1, 20000),
+                                 pytest.param(3, 10 ** 5, marks=pytest.mark.slow)])  # 3-9 s each: with -m slow
 def test_min_L_matches_scan(shape, n, N):
     assert min_L_not_ruled_out(shape, n, N) == scan_min_L(shape, n, N)
     top = -(-(n * N) // Architecture(*shape, 1).block_params("paper"))  # the proven upper end of the search

@@ -301,7 +301,7 @@ def _one_step_bomb_doc(width=1000, layers=9, bits=50_000, seed=7):
     return cert(model(big + wide, dim=1), [[[1]]], [[0] * width])
 
 
-@pytest.mark.parametrize("engine", ["pure", "fast"])
+@pytest.mark.parametrize("engine", [pytest.param("pure", marks=pytest.mark.slow), "fast"])  # pure: 7 s, with -m slow
 def test_one_wide_step_on_big_registers_stops_at_the_time_limit(tmp_path, engine):
     p = write(tmp_path, _one_step_bomb_doc())
     code, out, err, secs = run_check(p, "--time-limit", "5", "--engine", engine)
