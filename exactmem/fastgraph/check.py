@@ -13,11 +13,13 @@ precision ladder), so the fast engine never answers UNKNOWN, or malformed, where
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Dict, Optional
 
 from ..kernel.checker import (Budget, MalformedCertificate, ParsedCertificate, Undecided, Verdict, check_examples,
                               conflict_verdict, judge_verdict)
 from ..kernel.limits import LimitExceeded
+from .codelength import confirms
 from .engine import Plan, Unsupported, integer_bounds
 from .evaluate import evaluate
 
@@ -127,15 +129,23 @@ def _judge_part(cert, plan, part, budget, stats, res, level: int):
         stats["fallback_batches"] = stats.get("fallback_batches", 0) + 1
         return [] if last else list(part)
     stats["seconds"] = stats.get("seconds", 0.0) + time.perf_counter() - t
-    left = []
+    left, verdict_only = [], None if cert.codelengths is None else replace(cert, codelengths=None)
     for j, e in enumerate(part):
         budget.tick()
         if bad[j]:
             left.append(e)
             continue
+        judged = cert
+        if verdict_only is not None:  # the code length in float64 first (`codelength`); the kernel's at the last pass
+            labels = cert.labels[e] if cert.position == "all" else [cert.labels[e]]
+            if confirms(lo[j], hi[j], labels, cert.codelengths[e]):
+                judged = verdict_only  # the claim holds: the kernel judges the verdict alone
+            elif not last:
+                left.append(e)
+                continue
         L, H, s = integer_bounds(lo[j], hi[j])
         try:
-            status, wit = judge_verdict(cert, e, [(a, b, None) for a, b in zip(L, H)], s, budget=budget)
+            status, wit = judge_verdict(judged, e, [(a, b, None) for a, b in zip(L, H)], s, budget=budget)
         except MalformedCertificate:
             continue  # the kernel raises it itself, in order
         except (Undecided, LimitExceeded) as x:  # a code length these bounds do not decide, or its value limit
