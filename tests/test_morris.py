@@ -75,6 +75,26 @@ def test_the_fast_graph_engine_certifies_a_cited_certificate_with_the_pages_code
 
 
 @pytest.mark.slow
+def test_every_cited_certificate_is_refuted_when_its_memorized_bits_are_raised_by_one_bit():
+    """Issue 36's criterion on every network the page cites: the claim ``codelength_bits <= B`` with B one bit
+    lower (memorized bits one bit higher) is REFUTED by `check --engine fast`'s verdict (the kernel judges the
+    claim after confirming every example; the run's own check of the unchanged certificate was CERTIFIED)."""
+    from exactmem.certificate.fastcheck import check_certificate_fast
+
+    js = committed()
+    rows = {r["certificate"]: r for r in js["rows"]}
+    for c in js["certificates"]:
+        doc = json.loads(_read_cert(c["file"]))
+        claim = next(k for k in doc["claims"] if k["quantity"] == "codelength_bits")
+        b = Fraction(claim["bound"])
+        assert b == Fraction(rows[c["file"].removesuffix(".gz")]["codelength_bits"]), c["file"]
+        b -= 1
+        claim["bound"] = f"{b.numerator}/{b.denominator}"
+        v = check_certificate_fast(_rehash(doc))
+        assert v.status == "REFUTED" and v.witness["claim"]["quantity"] == "codelength_bits", (c["file"], v.message)
+
+
+@pytest.mark.slow
 def test_the_cited_certificates_check_and_give_the_pages_code_lengths():
     """`check` of the four smallest cited certificates by the pure kernel and of the largest by the fast
     graph engine (what `check --engine auto` runs on it; `morris_capacity.check_engine`) from this checkout
@@ -117,7 +137,9 @@ def test_the_committed_summary_follows_from_its_rows():
     for r in js["rows"]:  # the exact figures behind each row's floats
         assert Fraction(r["memorized_bits_exact"]) == r["dataset_bits"] - Fraction(r["codelength_bits"])
         assert math.isclose(r["certified_memorized_bits"], float(Fraction(r["memorized_bits_exact"])), rel_tol=1e-12)
-        assert r["dataset_bits"] == r["N"] * S["plan"]["seq_len"] * int(math.log2(S["plan"]["vocab"]))
+        V, n = r.get("vocab", S["plan"]["vocab"]), r.get("seq_len", S["plan"]["seq_len"])  # the model's own (V, S)
+        assert r["dataset_bits"] == r["N"] * n * int(math.log2(V))
+        assert (V, n) == tuple(S["plan"].get("data", {}).get(r["model"], (S["plan"]["vocab"], S["plan"]["seq_len"])))
         assert r["check"] == "CERTIFIED"
     if not js["config"]["quick"]:  # the issue's shape: >= 4 model sizes x >= 4 dataset sizes x >= 2 seeds
         models = {r["model"] for r in js["rows"]}
@@ -133,6 +155,61 @@ def test_fit_through_origin_against_a_hand_computation():
     assert math.isclose(f["alpha"], a)
     assert math.isclose(f["se"], math.sqrt(sum(r * r for r in res) / 2 / 21))
     assert mc.fit_through_origin([3.0], [6.0]) == {"alpha": 2.0, "se": None, "n": 1}
+
+
+def _fake_run(tmp_path, P, seeds):
+    """An earlier run's directory: every row of plan ``P`` for ``seeds`` with a certificate file each."""
+    import hashlib
+
+    (tmp_path / "certs").mkdir()
+    rows = []
+    for name, L, d, H in P["models"]:
+        for N in P["N"][name]:
+            for seed in seeds:
+                for w in mc.WEIGHTS:
+                    cert = f"{name}-N{N}-s{seed}-{w}.verify.json"
+                    data = json.dumps({"net": cert}).encode()
+                    (tmp_path / "certs" / cert).write_bytes(data)
+                    rows.append({"model": name, "layers": L, "width": d, "heads": H, "N": N, "seed": seed, "weights": w,
+                                 "steps": P["steps"][name], "lr": mc.model_lr(P, name),
+                                 "dataset_bits": N * mc.SEQ_LEN * int(math.log2(mc.VOCAB)), "check": "CERTIFIED",
+                                 "certificate": cert, "certificate_sha256": hashlib.sha256(data).hexdigest(),
+                                 "train_s": 1.0, "verify_s": 2.0, "check_s": 3.0})
+    (tmp_path / mc.PARTIAL).write_text(json.dumps(rows))
+    return rows
+
+
+def test_resume_keeps_only_rows_it_can_trust(tmp_path):
+    """``--resume`` keeps a (model, N, seed) only when the plan, the verdict and every weight format's
+    certificate (by SHA-256) are as the earlier row recorded."""
+    P, seeds = mc.QUICK, [0, 1]
+    rows = _fake_run(tmp_path, P, seeds)
+    assert len(mc.resumable_rows(str(tmp_path), P, seeds)) == len(rows)
+    assert mc.resumable_rows(str(tmp_path), P, [0]) == {mc._key(r): r for r in rows if r["seed"] == 0}
+    first = rows[0]  # L1-d4 N=4 seed 0 float32
+    (tmp_path / "certs" / first["certificate"]).write_bytes(b"{}")  # a changed certificate
+    other = dict(rows[3], steps=rows[3]["steps"] + 1)  # a row trained with other steps
+    flipped = dict(rows[5], check="REFUTED")
+    edited = [r for r in rows if r not in (rows[3], rows[5])] + [other, flipped]
+    (tmp_path / mc.PARTIAL).write_text(json.dumps(edited))
+    kept = mc.resumable_rows(str(tmp_path), P, seeds)
+    dropped = {mc._key(r)[:3] for r in (first, rows[3], rows[5])}
+    assert {k[:3] for k in kept} == {mc._key(r)[:3] for r in rows} - dropped  # both weight formats go together
+    assert len(kept) == len(rows) - 2 * len(dropped)
+    changed = dict(P, models=[("L1-d4", 2, 4, 1)] + P["models"][1:])  # another shape under the same name
+    assert {k[0] for k in mc.resumable_rows(str(tmp_path), changed, seeds)} == {"L1-d8"}
+    times = mc.network_times(rows)
+    assert times == {"train_s": len(rows) / 2, "verify_s": 2.0 * len(rows), "check_s": 3.0 * len(rows)}
+
+
+def test_resume_is_refused_by_the_experiments_that_cannot(capsys):
+    from exactmem.__main__ import main
+
+    assert main(["experiment", "dana-fig1", "--resume"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("exactmem: error: experiment dana-fig1: --resume") and err.count("\n") == 1
+    assert main(["experiment", "dana-fig1", "--models", "x"]) == 3
+    assert "--models is not supported" in capsys.readouterr().err
 
 
 def test_the_block_replaces_only_its_markers():
@@ -186,6 +263,24 @@ def test_quick_run_invariants(quick):
     assert set(S["fit"]) == {"float32", "bfloat16"} and S["checks"] == ["CERTIFIED"]
     assert {Path(f).name for f in js["figures"]} == {"morris-capacity-fig1.png", "morris-capacity-fig6.png"}
     assert mp.BEGIN in mp.page_block(js) and "| bfloat16 |" in mp.page_tables(js)
+
+
+def test_a_resumed_quick_run_trains_nothing_and_keeps_every_row(quick, tmp_path, capsys):
+    """``--resume`` on the quick run's directory: every row kept as it was, no network trained again."""
+    import shutil
+
+    from exactmem.experiments.base import RunConfig, run_experiment
+
+    out, js = quick
+    again = tmp_path / "again"
+    shutil.copytree(out, again)
+    capsys.readouterr()
+    rec = run_experiment("morris-capacity", RunConfig(quick=True, out=str(again), resume=True))
+    err = capsys.readouterr().err
+    assert rec.summary["resumed_rows"] == len(js["rows"])
+    assert rec.rows == js["rows"] and rec.summary["capacities"] == js["summary"]["capacities"]
+    assert rec.timings["train_s"] == js["timings"]["train_s"]
+    assert f"resuming: {len(js['rows'])} rows" in err and " steps in " not in err  # no training line of `run`
 
 
 def _rehash(doc):
@@ -270,3 +365,29 @@ def test_certify_bits_falls_back_to_the_arb_ladder(tmp_path, monkeypatch, auto, 
 def test_check_engine_by_size():
     assert mc.check_engine(15360, 96) == "pure" and mc.check_engine(15360, 192) == "auto"
     assert mc.check_engine(4608, 192) == "pure" and mc.check_engine(mc.AUTO_CHECK_WORK, 1) == "auto"
+
+
+def test_models_cuts_the_plan_and_names_the_known_ones():
+    from exactmem.experiments.base import ExperimentError
+
+    P = mc.FULL
+    cut = mc.select_models(P, "L2-d32, L1-d6")
+    assert [m[0] for m in cut["models"]] == ["L1-d6", "L2-d32"] and cut["N"] == P["N"]  # plan order
+    assert mc.select_models(P, "") is P
+    with pytest.raises(ExperimentError, match="no model 'L9' in this plan; it has L1-d6, "):
+        mc.select_models(P, "L1-d6,L9")
+
+
+def test_a_model_with_its_own_vocabulary_counts_its_own_bits():
+    """Morris et al.'s Table 1 row runs at V = 2048, S = 64: 64 · 11 bits per sequence; the others V = 64, S = 16."""
+    assert mc.model_data(mc.FULL, "L1-d32-V2048") == (2048, 64)
+    assert mc.dataset_bits(mc.FULL, "L1-d32-V2048", 480) == 480 * 64 * 11
+    assert mc.model_data(mc.FULL, "L1-d6") == (mc.VOCAB, mc.SEQ_LEN)
+    assert mc.dataset_bits(mc.FULL, "L1-d6", 40) == 40 * mc.SEQ_LEN * 6
+
+
+def test_the_plans_skipped_networks_are_networks_of_the_plan():
+    for P in (mc.FULL, mc.QUICK):
+        names = {m[0] for m in P["models"]}
+        for name, N, seed in P.get("skip", ()):
+            assert name in names and N in P["N"][name] and 0 <= seed < P["seeds"]

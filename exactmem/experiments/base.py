@@ -48,6 +48,8 @@ class RunConfig:
     seed: int = 0
     verbose: bool = False
     seeds: int = 0  # seeds seed, seed + 1, ... (0: the experiment's default; used by morris-capacity)
+    resume: bool = False  # keep the finished rows of an earlier run in ``out`` (morris-capacity)
+    models: str = ""  # comma-separated model names: run only these of the plan (morris-capacity)
 
 
 @dataclass
@@ -57,6 +59,7 @@ class Experiment:
     source: str  # the paper's figure/table and the notes' section
     run: Callable[[RunConfig, "Record"], None]
     quick_minutes: float = 10.0  # the --quick budget it is designed for (2 cores)
+    resumable: bool = False  # whether ``--resume`` means something (its run reads ``RunConfig.resume``)
 
 
 def _jsonable(v: Any) -> Any:

@@ -1,4 +1,4 @@
-"""``python -m exactmem experiment list | NAME [--quick] [--workers N] [--out DIR] [--seed S] [--seeds K]``."""
+"""``python -m exactmem experiment list | NAME [options]``: re-run a paper's training experiment (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,10 @@ def add_parser(sub) -> None:
     e.add_argument("--seed", type=int, default=0, help="seed of data, initialisation and training (default 0)")
     e.add_argument("--seeds", type=int, default=None, help="number of seeds (seed, seed + 1, ...; default: the "
                                                          "experiment's own; morris-capacity)")
+    e.add_argument("--resume", action="store_true", help="keep the rows an earlier run left in --out (its certificates "
+                                                         "unchanged, the same plan), train only the rest; morris-capacity")
+    e.add_argument("--models", default="", help="comma-separated model names: run only these models of the plan "
+                                                  "(morris-capacity; the names are in the error for an unknown one)")
     e.add_argument("--verbose", action="store_true", help="print every measured row")
     e.add_argument("--debug", action="store_true", help="show Python tracebacks")
     e.set_defaults(fn=run_cli)
@@ -37,8 +41,19 @@ def run_cli(args) -> int:
     if args.seeds is not None and args.seeds < 1:
         print("exactmem: error: experiment: --seeds must be at least 1", file=sys.stderr)
         return 3
+    if args.resume or args.models:
+        try:
+            resumable = get(args.name).resumable
+        except (ExperimentError, ImportError):
+            resumable = True  # an unknown name: run_experiment says so below
+        if not resumable:
+            opt = "--resume" if args.resume else "--models"
+            print(f"exactmem: error: experiment {args.name}: {opt} is not supported (only morris-capacity has "
+                  "resumable rows and a choice of models)", file=sys.stderr)
+            return 3
     cfg = RunConfig(quick=args.quick, workers=args.workers, out=args.out or f"experiments/{args.name}",
-                    seed=args.seed, verbose=args.verbose, seeds=args.seeds or 0)
+                    seed=args.seed, verbose=args.verbose, seeds=args.seeds or 0,
+                    resume=args.resume, models=args.models)
     try:
         rec = run_experiment(args.name, cfg)
     except ExperimentError as e:

@@ -11,7 +11,8 @@ linearly with the parameters, about 3.6 bits per parameter (their Fig. 6; 3.83 i
 bfloat16). Their code length comes from float likelihoods.
 
 Here every trained network (`exactmem.experiments.morris_train`: ``transformers.GPT2LMHeadModel``,
-sizes of `FULL`, vocabulary `VOCAB`, length `SEQ_LEN`, a BOS token prepended so every token is
+sizes of `FULL`, vocabulary `VOCAB` and length `SEQ_LEN` unless the plan's ``data`` gives a model its own
+(`model_data`; Morris et al.'s Table 1 row, V = 2048 and S = 64), a BOS token prepended so every token is
 predicted) goes through ``exactmem.memorized_bits`` (`exactmem.verify.codelength`): PyTorch's
 exporter, every stored float32 weight taken exactly, −log₂ p of every token of every sequence
 enclosed in certified interval arithmetic, the coder's +2 bits added. That gives a **certified lower
@@ -53,18 +54,26 @@ MORRIS_ALPHA = {"overall": 3.6, "float32": 3.83, "bfloat16": 3.51}
 
 # model sizes (name, layers, width, heads); dataset sizes N per model bracket its capacity. L1-d32 was piloted
 # on one thread (issue 36): 1.83 bits/param at N = 512 (lr 5e-3, 2,000 steps), 1.92 at N = 1,024 (lr 1e-2,
-# 1,500 steps, 124 s), so its capacity sits near N ≈ 300. Larger sizes tried and left out of this run
-# (docs/capacity.md § Larger models): L2-d32 (28,064 parameters; capacity near N ≈ 600, 1,000 steps of lr 1e-2)
-# missed the 99 % criterion with verify's fast path of that time (see `ARB_BELOW`; not re-run since); L2-d48 (60,528) needs
-# N ≈ 2,000 and ~0.5 s per full-batch step, about an hour of training per seed.
+# 1,500 steps, 124 s), so its capacity sits near N ≈ 300; L2-d32 (28,064 parameters) reached 1.93 bits/param
+# at N = 640 with 1,000 steps of lr 1e-2 (docs/capacity.md § Larger models), L2-d48 (60,528) 2.11 at N = 1,600
+# with the same schedule (0.51 s per full-batch step).
+# L1-d32-V2048 is Morris et al.'s Table 1 row itself (1 layer, width 32, V = 2048, S = 64: 80,384 parameters,
+# theirs 8.04·10⁴): piloted at N = 480, 600 full-batch steps of lr 1e-2 reached 2.42 bits/param in 653 s.
 FULL: Dict[str, Any] = {
     "models": [("L1-d6", 1, 6, 1), ("L1-d8", 1, 8, 1), ("L2-d10", 2, 10, 1), ("L1-d16", 1, 16, 1),
-               ("L1-d32", 1, 32, 1)],
+               ("L1-d32", 1, 32, 1), ("L2-d32", 2, 32, 1), ("L2-d48", 2, 48, 1), ("L1-d32-V2048", 1, 32, 1)],
     "N": {"L1-d6": [5, 10, 20, 40], "L1-d8": [8, 16, 32, 64], "L2-d10": [18, 36, 72, 144],
-          "L1-d16": [24, 48, 96, 192], "L1-d32": [96, 192, 384, 768]},
-    "steps": {"L1-d6": 2500, "L1-d8": 2500, "L2-d10": 2500, "L1-d16": 2500, "L1-d32": 1500},
-    "lr": {"L1-d6": 5e-3, "L1-d8": 5e-3, "L2-d10": 5e-3, "L1-d16": 5e-3, "L1-d32": 1e-2},
+          "L1-d16": [24, 48, 96, 192], "L1-d32": [96, 192, 384, 768], "L2-d32": [160, 320, 640, 1280],
+          "L2-d48": [400, 800, 1600, 3200], "L1-d32-V2048": [120, 240, 480, 960]},
+    "steps": {"L1-d6": 2500, "L1-d8": 2500, "L2-d10": 2500, "L1-d16": 2500, "L1-d32": 1500, "L2-d32": 1000,
+              "L2-d48": 1000, "L1-d32-V2048": 600},
+    "lr": {"L1-d6": 5e-3, "L1-d8": 5e-3, "L2-d10": 5e-3, "L1-d16": 5e-3, "L1-d32": 1e-2, "L2-d32": 1e-2,
+           "L2-d48": 1e-2, "L1-d32-V2048": 1e-2},
+    "data": {"L1-d32-V2048": (2048, 64)},  # (V, S) of the models that do not use (VOCAB, SEQ_LEN)
     "seeds": 2,
+    # (model, N, seed) not run: the largest network of the Table 1 row (61,440 tokens, 1,478 s of training and
+    # ~12 min of verify on a shared core for seed 0) did not fit the session of its run for seed 1
+    "skip": [("L1-d32-V2048", 960, 1)],
 }
 QUICK: Dict[str, Any] = {
     "models": [("L1-d4", 1, 4, 1), ("L1-d8", 1, 8, 1)],
@@ -77,6 +86,31 @@ QUICK: Dict[str, Any] = {
 
 def plan(quick: bool) -> Dict[str, Any]:
     return QUICK if quick else FULL
+
+
+def select_models(P: Dict[str, Any], names: str) -> Dict[str, Any]:
+    """Plan ``P`` cut to the comma-separated model ``names`` (``--models``; all when empty), in plan order."""
+    want = [n.strip() for n in names.split(",") if n.strip()]
+    if not want:
+        return P
+    known = [m[0] for m in P["models"]]
+    unknown = [n for n in want if n not in known]
+    if unknown:
+        raise ExperimentError(f"--models: no model {', '.join(map(repr, unknown))} in this plan; it has "
+                              f"{', '.join(known)}")
+    return dict(P, models=[m for m in P["models"] if m[0] in want])
+
+
+def model_data(P: Dict[str, Any], name: str) -> Tuple[int, int]:
+    """(V, S) of model ``name``'s sequences: the plan's ``data`` entry, else (`VOCAB`, `SEQ_LEN`)."""
+    V, S = (P.get("data") or {}).get(name, (VOCAB, SEQ_LEN))
+    return int(V), int(S)
+
+
+def dataset_bits(P: Dict[str, Any], name: str, N: int) -> int:
+    """N·S·log₂V, the entropy of model ``name``'s N uniform sequences (V a power of two)."""
+    V, S = model_data(P, name)
+    return N * S * (V.bit_length() - 1)
 
 
 def model_lr(P: Dict[str, Any], name: str) -> float:
@@ -236,6 +270,14 @@ def summarize(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
 # ----------------------------------------------------------------------------- the run
 
 
+def network_times(rows: List[Dict[str, Any]]) -> Dict[str, float]:
+    """Training, certified measurement and ``check`` seconds summed over the rows (training once per
+    (model, N, seed): its float32 row), whether measured in this run or kept by ``--resume``."""
+    return {"train_s": round(sum(r["train_s"] for r in rows if r["weights"] == "float32"), 1),
+            "verify_s": round(sum(r["verify_s"] for r in rows), 1),
+            "check_s": round(sum(r["check_s"] for r in rows), 1)}
+
+
 def _loss_flat(curve: List[Tuple[int, float]]) -> Optional[float]:
     """Relative change of the training loss over the last quarter of the steps (float; the plateau test)."""
     if len(curve) < 2:
@@ -243,6 +285,45 @@ def _loss_flat(curve: List[Tuple[int, float]]) -> Optional[float]:
     last_step = curve[-1][0]
     ref = next((l for s, l in curve if s >= 0.75 * last_step), curve[-2][1])
     return round((ref - curve[-1][1]) / max(ref, 1e-12), 4)
+
+
+PARTIAL = "morris-capacity.rows.partial.json"  # the rows so far, rewritten after every row
+
+
+def _key(r: Dict[str, Any]) -> Tuple[str, int, int, str]:
+    return (r["model"], r["N"], r["seed"], r["weights"])
+
+
+def resumable_rows(out: str, P: Dict[str, Any], seeds: List[int]) -> Dict[Tuple[str, int, int, str], Dict[str, Any]]:
+    """The rows an earlier run left in ``out`` (`PARTIAL`, else its ``morris-capacity.json``) that this run
+    can keep instead of training again (``--resume``): a (model, N, seed) of the plan ``P`` with the same
+    layers, width, heads, steps, learning rate and dataset bits, checked CERTIFIED, whose certificate is
+    in ``out/certs`` with the SHA-256 the row records — and only when every weight format of that
+    (model, N, seed) qualifies (the float32 and bfloat16 rows come from one training)."""
+    rows: List[Dict[str, Any]] = []
+    for name in (PARTIAL, "morris-capacity.json"):
+        path = os.path.join(out, name)
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as fh:
+                js = json.load(fh)
+            rows = js if isinstance(js, list) else js.get("rows", [])
+            break
+    shape = {name: (L, d, H) for name, L, d, H in P["models"]}
+    ok: Dict[Tuple[str, int, int, str], Dict[str, Any]] = {}
+    for r in rows:
+        name = r.get("model")
+        if name not in shape or r.get("N") not in P["N"][name] or r.get("seed") not in seeds or \
+                r.get("weights") not in WEIGHTS:
+            continue
+        if (r.get("layers"), r.get("width"), r.get("heads")) != shape[name] or r.get("steps") != P["steps"][name] or \
+                r.get("lr") != model_lr(P, name) or r.get("dataset_bits") != dataset_bits(P, name, r["N"]):
+            continue
+        cert = os.path.join(out, "certs", r.get("certificate") or "")
+        if r.get("check") != "CERTIFIED" or not os.path.isfile(cert) or sha256(cert) != r.get("certificate_sha256"):
+            continue
+        ok[_key(r)] = r
+    whole = {k[:3] for k in ok if all(k[:3] + (w,) in ok for w in WEIGHTS)}
+    return {k: r for k, r in ok.items() if k[:3] in whole}
 
 
 def run(config: RunConfig, record: Record) -> None:
@@ -254,13 +335,14 @@ def run(config: RunConfig, record: Record) -> None:
     from . import morris_train as mt
 
     torch.set_num_threads(1)
-    P = plan(config.quick)
+    P = select_models(plan(config.quick), getattr(config, "models", ""))
     seeds = [config.seed + k for k in range(getattr(config, "seeds", 0) or P["seeds"])]
     cert_dir = os.path.join(config.out, "certs")
     os.makedirs(cert_dir, exist_ok=True)
-    record.note(f"data: N sequences of S = {SEQ_LEN} tokens uniform over V = {VOCAB} (numpy, seeded by (seed, N, V, S)); "
-                f"BOS = token {VOCAB} prepended; every token predicted (position all); dataset bits = N·S·log2 V = "
-                f"{SEQ_LEN * int(math.log2(VOCAB))}·N, exact.")
+    own = "; ".join(f"{k}: V = {v[0]}, S = {v[1]}" for k, v in (P.get("data") or {}).items())
+    record.note(f"data: N sequences of S = {SEQ_LEN} tokens uniform over V = {VOCAB}" + (f" ({own})" if own else "")
+                + " (numpy, seeded by (seed, N, V, S)); BOS = token V prepended; every token predicted (position all); "
+                "dataset bits = N·S·log2 V, exact.")
     record.note("model: transformers GPT2LMHeadModel, default GPT2Config except n_layer, n_embd, n_head, vocab_size = V + 1, "
                 "n_positions = S, and dropout 0; output layer tied to the token embedding; params = trainable parameters.")
     lrs = P["lr"] if isinstance(P["lr"], dict) else {name: P["lr"] for name, *_ in P["models"]}
@@ -269,17 +351,25 @@ def run(config: RunConfig, record: Record) -> None:
     record.note("measurement: exactmem.memorized_bits (torch.onnx.export, float32 weights exact, -log2 p enclosed per token, "
                 "code length = sum of upper ends + 2 coder bits); float = onnxruntime float32 log-probabilities of the same "
                 "exported network; bfloat16 = every weight rounded by torch to bfloat16, stored in float32, then measured.")
-    t_train = t_cert = t_check = 0.0
+    kept = resumable_rows(config.out, P, seeds) if getattr(config, "resume", False) else {}
+    if kept:
+        record.log(f"resuming: {len(kept)} rows of an earlier run in {config.out} kept (certificates unchanged)")
     for name, L, d, H in P["models"]:
         for N in P["N"][name]:
             for seed in seeds:
-                inputs, labels = mt.random_sequences(N, VOCAB, SEQ_LEN, seed)
-                dbits = N * SEQ_LEN * int(math.log2(VOCAB))
-                model = mt.make_model(L, d, H, VOCAB, SEQ_LEN, seed)
+                if (name, N, seed) in {tuple(k) for k in P.get("skip", ())}:
+                    continue
+                if all((name, N, seed, w) in kept for w in WEIGHTS):
+                    for w in WEIGHTS:
+                        record.rows.append(kept[(name, N, seed, w)])
+                    continue
+                V, S = model_data(P, name)
+                inputs, labels = mt.random_sequences(N, V, S, seed)
+                dbits = dataset_bits(P, name, N)
+                model = mt.make_model(L, d, H, V, S, seed)
                 params = mt.n_params(model)
                 steps, lr = P["steps"][name], model_lr(P, name)
                 tr = mt.train(model, inputs, labels, steps, lr, seed, eval_every=max(1, steps // 20))
-                t_train += tr.seconds
                 torch_float = dbits - mt.float_bits(model, inputs, labels)
                 record.log(f"{name} ({params} params) N={N} seed {seed}: {steps} steps in {tr.seconds:.0f} s, loss "
                            f"{tr.loss:.4f}; float memorized {torch_float:,.0f} of {dbits:,} bits")
@@ -287,24 +377,26 @@ def run(config: RunConfig, record: Record) -> None:
                     net = model if w == "float32" else mt.rounded_copy(model, w)
                     tag = f"{name}-N{N}-s{seed}-{w}"
                     m = certify_bits(net, inputs, labels, dbits, cert_dir, tag, config.workers)
-                    t_cert += m["verify_s"]
-                    t_check += m["check_s"]
                     fl = m["float_memorized_bits"]
                     ratio = m["certified_memorized_bits"] / fl if fl and fl > 0 else None
                     record.log(f"  {w}: certified >= {m['certified_memorized_bits']:,.1f} bits, float {fl:,.1f}"
                                + (f" (ratio {ratio:.5f})" if ratio is not None else "")
                                + f"; check {m['check']} ({m['verify_s']:.0f} s + {m['check_s']:.0f} s)")
-                    record.row(model=name, layers=L, width=d, heads=H, params=params, N=N, seed=seed, weights=w,
+                    record.row(model=name, layers=L, width=d, heads=H, vocab=V, seq_len=S, params=params, N=N,
+                               seed=seed, weights=w,
                                dataset_bits=dbits, steps=steps, lr=lr, train_s=round(tr.seconds, 1),
                                final_loss=round(tr.loss, 5), loss_change_last_quarter=_loss_flat(tr.curve),
                                torch_float_memorized_bits=round(torch_float, 3) if w == "float32" else None,
                                certified_over_float=ratio, **m)
-                    with open(os.path.join(config.out, "morris-capacity.rows.partial.json"), "w", encoding="utf-8") as fh:
-                        json.dump(record.rows, fh)  # the rows so far, should a long run stop before its JSON
-    record.timings.update({"train_s": round(t_train, 1), "verify_s": round(t_cert, 1), "check_s": round(t_check, 1)})
+                    with open(os.path.join(config.out, PARTIAL), "w", encoding="utf-8") as fh:
+                        json.dump(record.rows, fh)  # the rows so far: `resumable_rows` reads them after a stop
+    record.timings.update(network_times(record.rows))
+    record.summary["resumed_rows"] = len(kept)
     record.summary.update(summarize(record.rows))
-    record.summary["plan"] = {"vocab": VOCAB, "seq_len": SEQ_LEN, "models": P["models"], "N": P["N"],
-                              "steps": P["steps"], "lr": P["lr"], "seeds": seeds}
+    record.summary["plan"] = {"vocab": VOCAB, "seq_len": SEQ_LEN, "data": P.get("data") or {}, "models": P["models"],
+                              "N": P["N"],
+                              "steps": P["steps"], "lr": P["lr"], "seeds": seeds,
+                              "full_batch_tokens": mt.FULL_BATCH_TOKENS, "skip": P.get("skip", [])}
     from . import morris_page
 
     for fig, tag in morris_page.figures(record.as_dict()):
@@ -317,4 +409,5 @@ EXPERIMENT = Experiment(
     source="Morris et al. 2025, 'How much do language models memorize?', Fig. 1, Fig. 6, Table 1",
     run=run,
     quick_minutes=5.0,
+    resumable=True,
 )

@@ -23,11 +23,19 @@ FIG1, FIG6 = "docs/img/morris-fig1.png", "docs/img/morris-fig6.png"
 
 
 def _models(js: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """One entry per model, in plan order: name, layers, width, heads, params."""
+    """One entry per model, in plan order: name, layers, width, heads, params, vocab V and length S."""
+    plan = js["summary"]["plan"]
     seen: Dict[str, Dict[str, Any]] = {}
     for r in js["rows"]:
-        seen.setdefault(r["model"], {k: r[k] for k in ("model", "layers", "width", "heads", "params")})
+        m = seen.setdefault(r["model"], {k: r[k] for k in ("model", "layers", "width", "heads", "params")})
+        m["vocab"], m["seq_len"] = r.get("vocab", plan["vocab"]), r.get("seq_len", plan["seq_len"])
     return list(seen.values())
+
+
+def _own_data(js: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The models whose (V, S) differ from the plan's default."""
+    plan = js["summary"]["plan"]
+    return [m for m in _models(js) if (m["vocab"], m["seq_len"]) != (plan["vocab"], plan["seq_len"])]
 
 
 def _mean(xs: List[float]) -> float:
@@ -51,6 +59,55 @@ def _schedule(plan: Dict[str, Any]) -> str:
     return "lr and steps per model: " + ", ".join(f"{k} {lr[k]:g} × {plan['steps'][k]}" for k in names)
 
 
+def _work_minutes(js: Dict[str, Any]) -> str:
+    """The run's time: one thread's work summed over the networks (training, certified measurement,
+    ``check``), and how many rows ``--resume`` kept from an earlier run."""
+    t = js["timings"]
+    parts = [t.get("train_s", 0), t.get("verify_s", 0), t.get("check_s", 0)]
+    kept = js["summary"].get("resumed_rows") or 0
+    return (f"{sum(parts) / 60:.0f} min of one CPU thread summed over the networks, on 2 shared cores: training "
+            f"{parts[0] / 60:.0f} min, certified measurement {parts[1] / 60:.0f} min, `check` {parts[2] / 60:.0f} min"
+            + (f"; {kept} of the {len(js['rows'])} rows kept from an earlier run by `--resume`, their times included"
+               if kept else ""))
+
+
+def _what_differs(js: Dict[str, Any], t1: List[Dict[str, Any]], cert_cap: Dict[str, float]) -> str:
+    """The paragraph after the Table 1 comparison: which model here is their row itself, and what differs
+    (vocabulary and length for the others, model sizes, training budget, bfloat16)."""
+    plan = js["summary"]["plan"]
+    models = _models(js)
+    same = [(m, r) for m in models for r in t1 if (m["layers"], m["width"], m["vocab"], m["seq_len"]) ==
+            (r["layers"], r["width"], 2048, 64)]
+    small = [m for m in models if (m["vocab"], m["seq_len"]) == (plan["vocab"], plan["seq_len"])]
+    flat = [r["loss_change_last_quarter"] for r in js["rows"] if r.get("loss_change_last_quarter") is not None]
+    steps = sorted(set(plan["steps"].values()))
+    big = max(models, key=lambda m: m["params"])
+    big_rows = [r for r in js["rows"] if r["model"] == big["model"] and r["weights"] == "float32"]
+    text = "What differs: "
+    for m, r in same:
+        cc = cert_cap.get(m["model"])
+        text += (f"**{m['model']} is their Table 1 row itself** (1 layer, width {m['width']}, V = 2048, S = 64: "
+                 f"{m['params']:,} parameters against their {r['params']:.3g}); its certified capacity here, "
+                 f"{cc:,.0f} bits ({cc / m['params']:.2f} bits per parameter), is {cc / r['capacity_bits']:.0%} of "
+                 f"theirs — the same network trained for {plan['steps'][m['model']]:,} steps on a CPU thread. ")
+    if small:
+        ps = [m["params"] for m in small]
+        text += (f"The {'other ' if same else ''}models use V = {plan['vocab']} and S = {plan['seq_len']} (the token embedding a smaller "
+                 f"share of the parameters) and are smaller ({min(ps):,}–{max(ps):,} parameters), ")
+    text += ("because the whole run — training, the certified measurement of every token and the re-check — runs "
+             "on one CPU thread: a model's capacity needs N ∝ parameters sequences, so training one model's dataset "
+             "sizes costs ∝ parameters² (the largest here, {}, trained for {:.0f} min over its {} networks; the larger "
+             "sizes tried are under *Larger models* below). The steps: a fixed budget of {} steps on a CPU against "
+             "their training to convergence on GPUs, so the capacity here is what this budget reaches (the training "
+             "loss fell by at most {:.1%} over the last quarter of the steps, the cosine schedule's tail; "
+             "`loss_change_last_quarter` in the JSON). And bfloat16 here is the float32-trained network rounded after "
+             "training, not bfloat16 training.").format(
+        big["model"], sum(r["train_s"] for r in big_rows) / 60, len(big_rows),
+        "–".join(f"{x:,}" for x in (steps[0], steps[-1])) if len(steps) > 1 else f"{steps[0]:,}",
+        max(flat) if flat else float("nan"))
+    return text
+
+
 def page_tables(js: Dict[str, Any]) -> str:
     """The section's Markdown: set-up, one table per model, capacities, α against Morris et al."""
     S, plan = js["summary"], js["summary"]["plan"]
@@ -58,15 +115,17 @@ def page_tables(js: Dict[str, Any]) -> str:
     seeds = plan["seeds"]
     quick = js["config"].get("quick")
     out = [f"Generated by `python -m exactmem.experiments.morris_page` from [`capacity/morris.json`](capacity/morris.json) "
-           f"(`python -m exactmem experiment morris-capacity{' --quick' if quick else ''}`; wall time "
-           f"{js['timings']['total_s'] / 60:.0f} min on 2 shared cores, one thread: training "
-           f"{js['timings'].get('train_s', 0) / 60:.0f} min, certified measurement {js['timings'].get('verify_s', 0) / 60:.0f} "
-           f"min, `check` {js['timings'].get('check_s', 0) / 60:.0f} min).", "",
+           f"(`python -m exactmem experiment morris-capacity{' --quick' if quick else ''}`; {_work_minutes(js)}).", "",
            f"**Set-up.** `transformers` `GPT2LMHeadModel` (default `GPT2Config` except the sizes below, vocabulary V + 1 "
-           f"with a BOS token, context {n}, dropout 0), trained on N sequences of S = {n} tokens drawn uniformly from "
-           f"V = {V} values ({n} · log₂ {V} = {n * (V.bit_length() - 1)} bits per sequence), BOS prepended so every token "
-           f"is predicted; AdamW, 5 % warm-up then cosine decay, full batch, {_schedule(plan)}; "
-           f"seeds {', '.join(map(str, seeds))}. "
+           f"with a BOS token, context S, dropout 0), trained on N sequences of S = {n} tokens drawn uniformly from "
+           f"V = {V} values ({n} · log₂ {V} = {n * (V.bit_length() - 1)} bits per sequence"
+           + "".join(f"; {m['model']}: S = {m['seq_len']}, V = {m['vocab']}, "
+                     f"{m['seq_len'] * (m['vocab'].bit_length() - 1)} bits per sequence" for m in _own_data(js))
+           + "), BOS prepended so every token "
+           f"is predicted; AdamW, 5 % warm-up then cosine decay, full batch (minibatches of "
+           f"{plan.get('full_batch_tokens', 32768):,} tokens above that size), {_schedule(plan)}; "
+           f"seeds {', '.join(map(str, seeds))}"
+           + "".join(f" (not run: {m} N = {N} seed {sd}, for time)" for m, N, sd in plan.get("skip") or []) + ". "
            "Per network: **certified** memorized bits = dataset bits − certified code length (the enclosures' upper ends "
            "+ 2 coder bits; a lower bound on what the real-number network of the stored weights memorized) and the "
            "**float** estimate (onnxruntime's float32 log-probabilities of the same exported network), with the float32 "
@@ -74,8 +133,9 @@ def page_tables(js: Dict[str, Any]) -> str:
            "`python -m exactmem check` in a fresh process (column *check*).", ""]
     for m in _models(js):
         rows = [r for r in js["rows"] if r["model"] == m["model"]]
+        own = f", V = {m['vocab']}, S = {m['seq_len']}" if m in _own_data(js) else ""
         out += [f"**{m['model']}**: {m['layers']} layer{'s' * (m['layers'] > 1)}, width {m['width']}, {m['heads']} "
-                f"head{'s' * (m['heads'] > 1)}, **{m['params']:,} parameters**.", "",
+                f"head{'s' * (m['heads'] > 1)}{own}, **{m['params']:,} parameters**.", "",
                 "| N | dataset bits | seed | weights | certified memorized bits | float memorized bits | certified / float "
                 "| final loss | check |",
                 "|---:|---:|---:|---|---:|---:|---:|---:|---|"]
@@ -134,36 +194,19 @@ def page_tables(js: Dict[str, Any]) -> str:
     t1 = S["morris_table1"]
     out += ["**Against Morris et al.** Their Table 1 (V = 2048, S = 64; the row quoted in issue 36) next to the "
             "models here:", "",
-            "| source | layers | width | parameters | capacity (bits) | bits / parameter |", "|---|---:|---:|---:|---:|---:|"]
+            "| source | layers | width | V | S | parameters | capacity (bits) | bits / parameter |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in t1:
-        out.append(f"| Morris et al. Table 1 | {r['layers']} | {r['width']} | {r['params']:.3g} | {r['capacity_bits']:.3g} | "
-                   f"{r['capacity_bits'] / r['params']:.2f} |")
+        out.append(f"| Morris et al. Table 1 | {r['layers']} | {r['width']} | 2048 | 64 | {r['params']:.3g} | "
+                   f"{r['capacity_bits']:.3g} | {r['capacity_bits'] / r['params']:.2f} |")
+    cert_cap = {}
     for m in _models(js):
         cs = [c for c in caps if c["model"] == m["model"] and c["weights"] == "float32"]
         if cs:
-            cc = _mean([c["certified"] for c in cs])
-            out.append(f"| here, certified (float32) | {m['layers']} | {m['width']} | {m['params']:,} | {cc:,.0f} | "
-                       f"{cc / m['params']:.2f} |")
-    ps = [m["params"] for m in _models(js)]
-    small = min(r["params"] for r in t1)
-    flat = [r["loss_change_last_quarter"] for r in js["rows"] if r.get("loss_change_last_quarter") is not None]
-    steps = sorted(set(plan["steps"].values()))
-    big = max(_models(js), key=lambda m: m["params"])
-    big_train = sum(r["train_s"] for r in js["rows"] if r["model"] == big["model"] and r["weights"] == "float32")
-    out += ["", f"What differs: the vocabulary (V = {V} vs 2048) and the length (S = {n} vs 64), so the token embedding "
-            "is a smaller share of the parameters; the models ({:,}–{:,} parameters) are {:.0f}–{:.0f}× smaller than the "
-            "Table 1 model above, because the whole run — training, the certified measurement of every token and the "
-            "re-check — runs on one CPU thread: a model's capacity needs N ∝ parameters sequences, so training one "
-            "model's dataset sizes costs ∝ parameters² (the largest here, {}, trained for {:.0f} min over its {} "
-            "networks; the larger sizes tried are under *Larger models* below); the steps: a fixed budget of "
-            "{} full-batch steps on a CPU against their training to convergence on GPUs, so the capacity here is what "
-            "this budget reaches (the training loss fell by at most {:.1%} over the last quarter of the steps, the "
-            "cosine schedule's tail; `loss_change_last_quarter` in the JSON); and bfloat16 here is the float32-trained "
-            "network rounded after training, not bfloat16 training.".format(
-                min(ps), max(ps), small / max(ps), small / min(ps), big["model"], big_train / 60,
-                len([r for r in js["rows"] if r["model"] == big["model"] and r["weights"] == "float32"]),
-                "–".join(f"{x:,}" for x in (steps[0], steps[-1])) if len(steps) > 1 else f"{steps[0]:,}",
-                max(flat) if flat else float("nan")), ""]
+            cc = cert_cap[m["model"]] = _mean([c["certified"] for c in cs])
+            out.append(f"| here, certified (float32) | {m['layers']} | {m['width']} | {m['vocab']} | {m['seq_len']} | "
+                       f"{m['params']:,} | {cc:,.0f} | {cc / m['params']:.2f} |")
+    out += ["", _what_differs(js, t1, cert_cap), ""]
     engines = {}
     for r in js["rows"]:
         e = engines.setdefault(r.get("check_engine") or "pure", [0, 0.0, 0.0])
@@ -185,7 +228,8 @@ def page_tables(js: Dict[str, Any]) -> str:
         out += ["", f"**Certificates.** The {len(cited)} networks that define the capacities above (each model, weight "
                     f"format and seed at its best N) are committed in `{CERT_DIR}/`; `python -m exactmem check "
                     f"{CERT_DIR}/NAME` re-derives each (`tests/test_morris.py` checks their SHA-256 against the JSON "
-                    "and, marked slow, re-checks the four smallest with the kernel and the largest with the fast engine; "
+                    "and, marked slow, re-checks the four smallest with the kernel and the largest with the fast engine, "
+                    "and has every one REFUTED once its memorized bits are raised by one bit; "
                     "`.json.gz` files are gzipped, `check` reads them as they are): " + ", ".join(f"`{c['file']}`" for c in cited) + "."]
     return "\n".join(out) + "\n"
 
@@ -227,8 +271,9 @@ def figures(js: Dict[str, Any]) -> List[Tuple[Any, str]]:
             ax.plot(Ns, cert, "o-", color=col, label=f"{m['model']} ({m['params']:,} params), certified")
             ax.plot(Ns, flt, "x--", color=col, alpha=0.7, label="float" if k == 0 else None)
         Nall = sorted({r["N"] for r in js["rows"]})
-        per = js["rows"][0]["dataset_bits"] / js["rows"][0]["N"]
-        ax.plot(Nall, [N * per for N in Nall], "k:", lw=1, label="dataset bits N·S·log₂V")
+        for j, per in enumerate(sorted({r["dataset_bits"] // r["N"] for r in js["rows"]})):
+            Ns = sorted({r["N"] for r in js["rows"] if r["dataset_bits"] == per * r["N"]})
+            ax.plot(Ns, [N * per for N in Ns], "k:", lw=1, label=f"dataset bits N·S·log₂V" if j == 0 else None)
         ax.set_xscale("log")
         ticks = [t for t in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000) if Nall[0] <= t <= Nall[-1]]
         ax.set_xticks(ticks)
