@@ -354,10 +354,11 @@ def run(config: RunConfig, record: Record) -> None:
     kept = resumable_rows(config.out, P, seeds) if getattr(config, "resume", False) else {}
     if kept:
         record.log(f"resuming: {len(kept)} rows of an earlier run in {config.out} kept (certificates unchanged)")
+    skip = {tuple(k) for k in P.get("skip", ())}  # (model, N, seed) the plan leaves out
     for name, L, d, H in P["models"]:
         for N in P["N"][name]:
             for seed in seeds:
-                if (name, N, seed) in {tuple(k) for k in P.get("skip", ())}:
+                if (name, N, seed) in skip:
                     continue
                 if all((name, N, seed, w) in kept for w in WEIGHTS):
                     for w in WEIGHTS:

@@ -72,9 +72,7 @@ def confirms(lo: np.ndarray, hi: np.ndarray, labels: Sequence[int], claimed: Fra
         S = lse_upper(np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64), labels)
         if not np.all(np.isfinite(S)):
             return False
-        M, E = product_bound(S)
-    if not np.isfinite(M):
-        return False
+        M, E = product_bound(S)  # finite: every S_t is, and M stays in [1/2, 1)
     if E <= claimed:
         return True
     q = claimed - E
