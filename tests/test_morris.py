@@ -283,6 +283,26 @@ def test_a_resumed_quick_run_trains_nothing_and_keeps_every_row(quick, tmp_path,
     assert f"resuming: {len(js['rows'])} rows" in err and " steps in " not in err  # no training line of `run`
 
 
+def test_a_skipped_network_is_left_out_of_the_rows_and_named_on_the_page(quick, tmp_path, monkeypatch, capsys):
+    """The plan's ``skip`` leaves its (model, N, seed) out of the run — here a resumed one, so nothing trains —
+    and the page's set-up names it."""
+    import shutil
+
+    from exactmem.experiments.base import RunConfig, run_experiment
+
+    out, js = quick
+    name, N = mc.QUICK["models"][0][0], mc.QUICK["N"][mc.QUICK["models"][0][0]][-1]
+    monkeypatch.setitem(mc.QUICK, "skip", [(name, N, 0)])
+    again = tmp_path / "skipped"
+    shutil.copytree(out, again)
+    rec = run_experiment("morris-capacity", RunConfig(quick=True, out=str(again), resume=True))
+    capsys.readouterr()
+    left = [r for r in js["rows"] if (r["model"], r["N"]) != (name, N)]
+    assert rec.rows == left and len(left) == len(js["rows"]) - 2
+    page = mp.page_block(json.loads((again / "morris-capacity.json").read_text()))
+    assert f"not run: {name} N = {N} seed 0, for time" in page
+
+
 def _rehash(doc):
     from exactmem.kernel.schema import canonical_hash
 

@@ -276,7 +276,7 @@ def figures(js: Dict[str, Any]) -> List[Tuple[Any, str]]:
             Ns = sorted({r["N"] for r in js["rows"] if r["dataset_bits"] == per * r["N"]})
             ax.plot(Ns, [N * per for N in Ns], "k:", lw=1, label=f"dataset bits N·S·log₂V" if j == 0 else None)
         ax.set_xscale("log")
-        ticks = [t for t in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000) if Nall[0] <= t <= Nall[-1]]
+        ticks = [t for t in (1, 3, 10, 30, 100, 300, 1000, 3000, 10000) if Nall[0] <= t <= Nall[-1]]  # half decades
         ax.set_xticks(ticks)
         ax.set_xticklabels([str(t) for t in ticks])
         ax.minorticks_off()
