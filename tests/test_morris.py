@@ -291,7 +291,8 @@ def test_a_skipped_network_is_left_out_of_the_rows_and_named_on_the_page(quick, 
     from exactmem.experiments.base import RunConfig, run_experiment
 
     out, js = quick
-    name, N = mc.QUICK["models"][0][0], mc.QUICK["N"][mc.QUICK["models"][0][0]][-1]
+    name = mc.QUICK["models"][0][0]
+    N = mc.QUICK["N"][name][-1]
     monkeypatch.setitem(mc.QUICK, "skip", [(name, N, 0)])
     again = tmp_path / "skipped"
     shutil.copytree(out, again)
